@@ -1,0 +1,1 @@
+"""AI hardware course support package."""

@@ -1,0 +1,33 @@
+"""Graded checks. A test cell calls :func:`check` with a task id such as ``"m01.picker"``."""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from ..i18n import msg
+from .core import CheckFailed, Part, Task, cases_for, collect, emit, grading_seed, report, score_records
+
+__all__ = ["check", "task", "CheckFailed", "Part", "Task"]
+
+
+def task(task_id: str) -> Task:
+    """The task registered as ``task_id`` (``"mNN.name"``: ``TASKS["name"]`` in ``checks/mNN.py``)."""
+    module, _, name = task_id.partition(".")
+    try:
+        return import_module(f"{__name__}.{module}").TASKS[name]
+    except (ImportError, KeyError, AttributeError):
+        raise CheckFailed(msg("check.unknown_task", task=task_id).text()) from None
+
+
+def check(task_id: str, learner: Any, points: float, hidden: bool = False) -> float | None:
+    """Grade ``learner`` (a function or value from the notebook) on task ``task_id``.
+
+    Prints a bilingual verdict. Returns None for full marks, the points earned
+    for partial credit, and raises :class:`CheckFailed` when nothing is right.
+    ``hidden=True`` (present only in the instructor's version) adds random cases.
+    """
+    t = task(task_id)
+    seed = grading_seed()
+    records = collect(t, learner, cases_for(t, hidden, seed))
+    emit(task_id, points, hidden, seed, records)
+    return report(t.title, score_records(t, records), points)

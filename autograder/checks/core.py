@@ -1,0 +1,157 @@
+"""The machinery behind every graded test cell.
+
+A test cell is one call, ``check("m01.picker", pick_device, points=2)``. The
+task it names (a :class:`Task` in ``autograder/checks/mNN.py``) says which
+inputs to try, how to call the learner's code on one of them (``answer``: runs
+in the learner's kernel and returns plain JSON data) and how to score an answer
+(``score``: pure, may use the reference implementations in ``autograder.answers``).
+
+Because answers are plain data, scoring can be repeated outside the learner's
+kernel: with ``COURSE_RECORD_ANSWERS=1`` every check also displays its answers
+as a record (MIME type :data:`RECORD_MIME`) that the grading pipeline re-scores
+in a process the learner's code never touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..i18n import Message, get_language, msg
+
+RECORD_MIME = "application/vnd.aihw.answers+json"
+
+
+class CheckFailed(AssertionError):
+    """A check found nothing right; the message says what was expected and found."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One scored item of a task: a case, or a named part of one."""
+
+    ok: bool
+    message: Message
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Task:
+    """A graded task: the cases to try, how to get an answer, how to score it."""
+
+    title: Message
+    answer: Callable[[Any, Any], Any]
+    score: Callable[[Any, Any], "Part | list[Part]"]
+    visible: Callable[[], list] = field(default=lambda: [None])
+    hidden: Callable[[random.Random], list] = field(default=lambda rng: [])
+
+
+def canonical(value: Any) -> Any:
+    """``value`` as plain JSON data; subclasses of int/float/str lose their overrides."""
+    return json.loads(json.dumps(value, allow_nan=True))
+
+
+def grading_seed() -> int:
+    """Seed for hidden cases: ``COURSE_GRADING_SEED`` if the grader set it, else random."""
+    seed = os.environ.get("COURSE_GRADING_SEED")
+    return int(seed) if seed is not None else random.SystemRandom().randrange(2**31)
+
+
+def cases_for(task: Task, hidden: bool, seed: int) -> list:
+    cases = list(task.visible())
+    if hidden:
+        cases += task.hidden(random.Random(seed))
+    return canonical(cases)
+
+
+def collect(task: Task, learner: Any, cases: list) -> list[dict]:
+    """Run the learner's code on every case; never raises."""
+    records = []
+    for case in cases:
+        record = {"case": case, "answer": None, "error": None}
+        try:
+            record["answer"] = canonical(task.answer(learner, case))
+        except NotImplementedError:
+            record["error"] = "NotImplementedError"
+        except (TypeError, ValueError) as exc:
+            if "JSON serializable" in str(exc) or "Out of range float" in str(exc):
+                record["error"] = f"not serializable: {exc}"
+            else:
+                record["error"] = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # the learner's code may raise anything
+            record["error"] = f"{type(exc).__name__}: {exc}"
+        records.append(record)
+    return records
+
+
+def score_records(task: Task, records: list[dict]) -> list[Part]:
+    """Score recorded answers (pure: the grader calls this outside the learner's kernel)."""
+    parts: list[Part] = []
+    for record in records:
+        error = record["error"]
+        if error == "NotImplementedError":
+            parts.append(Part(False, msg("check.not_implemented")))
+        elif error and error.startswith("not serializable"):
+            parts.append(Part(False, msg("check.not_serializable", found=error)))
+        elif error:
+            parts.append(Part(False, msg("check.raised", case=_short(record["case"]), error=error)))
+        else:
+            scored = task.score(record["case"], record["answer"])
+            parts.extend(scored if isinstance(scored, list) else [scored])
+    return parts
+
+
+def fraction(parts: list[Part]) -> float:
+    total = sum(p.weight for p in parts)
+    return sum(p.weight for p in parts if p.ok) / total if total else 0.0
+
+
+def report(title: Message, parts: list[Part], points: float) -> float | None:
+    """Print the verdict; return partial points, None for full marks, raise for none.
+
+    nbgrader reads a test cell's numeric result as the points earned, gives full
+    marks to a cell without one, and zero to a cell that raised.
+    """
+    share = fraction(parts)
+    failed = list(dict.fromkeys(p.message for p in parts if not p.ok))
+    lines = ["  ❌ " + m.text().replace("\n", "\n     ") for m in failed[:8]]
+    detail = "\n".join(lines + (["  …"] if len(failed) > 8 else []))
+    if share >= 1.0:
+        print(_titled("check.passed", title))
+        return None
+    if share <= 0.0:
+        raise CheckFailed(f"{_titled('check.failed', title)}\n{detail}")
+    earned = round(points * share, 2)
+    print(_titled("check.partial", title, earned=earned, points=points) + "\n" + detail)
+    return earned
+
+
+def _titled(key: str, title: Message, **values) -> str:
+    """Message ``key`` with the task title, one line per language shown."""
+    lang = get_language()
+    return "\n".join(msg(key, title=getattr(title, code), **values).text(code)
+                     for code in ("ko", "en") if lang in (code, "both"))
+
+
+def _short(case: Any, limit: int = 120) -> str:
+    text = json.dumps(case, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def emit(task_id: str, points: float, hidden: bool, seed: int, records: list[dict]) -> None:
+    """Display the answers as a record for the grader (only when it asked for them)."""
+    if os.environ.get("COURSE_RECORD_ANSWERS") != "1":
+        return
+    payload = {"task": task_id, "points": points, "hidden": hidden, "seed": seed, "records": records}
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = lambda: None  # noqa: E731
+    if get_ipython() is None:  # outside a kernel: one JSON line on stdout (never stderr)
+        sys.stdout.write(json.dumps(payload) + "\n")
+    else:
+        display({RECORD_MIME: payload, "text/plain": f"<answers for {task_id}>"}, raw=True)

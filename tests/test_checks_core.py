@@ -1,0 +1,110 @@
+"""The check machinery: verdicts, partial credit, records, and resistance to tricks."""
+import json
+import random
+
+import pytest
+
+from autograder import i18n
+from autograder.checks import core
+from autograder.checks.core import CheckFailed, Part, Task
+from autograder.i18n import Message
+
+
+def square_task() -> Task:
+    return Task(
+        title=Message("제곱", "Square"),
+        answer=lambda fn, case: fn(case),
+        score=lambda case, ans: Part(ans == case * case, Message(f"{case}²", f"{case}²")),
+        visible=lambda: [2, 3],
+        hidden=lambda rng: [rng.randint(4, 100) for _ in range(2)],
+    )
+
+
+def run(fn, hidden=False, points=2.0, seed=7):
+    task = square_task()
+    records = core.collect(task, fn, core.cases_for(task, hidden, seed))
+    return core.report(task.title, core.score_records(task, records), points), records
+
+
+def test_full_marks_return_none_and_print_to_stdout_only(capsys):
+    earned, _ = run(lambda x: x * x, hidden=True)
+    out, err = capsys.readouterr()
+    assert earned is None and "✅" in out and err == ""
+
+
+def test_partial_credit_returns_points(capsys):
+    earned, _ = run(lambda x: x * x if x == 2 else 0)
+    assert earned == pytest.approx(1.0)
+    assert capsys.readouterr().err == ""
+
+
+def test_nothing_right_raises_bilingual(capsys):
+    with pytest.raises(CheckFailed) as info:
+        run(lambda x: -1)
+    text = str(info.value)
+    assert "통과하지" in text and "not passed" in text
+
+
+def test_not_implemented_says_what_to_do():
+    def stub(x):
+        raise NotImplementedError()
+    with pytest.raises(CheckFailed, match="NotImplementedError"):
+        run(stub)
+
+
+def test_hard_coded_answers_fail_hidden_cases():
+    table = {2: 4, 3: 9}
+    earned, _ = run(lambda x: table.get(x, 0), hidden=True, points=4)
+    assert earned == pytest.approx(2.0)
+
+
+def test_hidden_cases_follow_the_seed():
+    task = square_task()
+    assert core.cases_for(task, True, 1) == core.cases_for(task, True, 1)
+    assert core.cases_for(task, False, 1) == [2, 3]
+
+
+def test_int_subclass_with_always_true_eq_is_flattened():
+    class Liar(int):
+        def __eq__(self, other):
+            return True
+        __hash__ = int.__hash__
+
+    with pytest.raises(CheckFailed):
+        run(lambda x: Liar(0))
+
+
+def test_unserialisable_answers_are_reported():
+    with pytest.raises(CheckFailed, match="serializ"):
+        run(lambda x: object())
+
+
+def test_records_are_json(monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RECORD_ANSWERS", "1")
+    task = square_task()
+    records = core.collect(task, lambda x: x * x, [2])
+    core.emit("m99.square", 2, False, 5, records)
+    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert payload["task"] == "m99.square" and payload["records"][0]["answer"] == 4
+
+
+def test_language_setting_chooses_messages():
+    i18n.set_language("en")
+    try:
+        assert Message("가", "a").text() == "a"
+        with pytest.raises(ValueError):
+            i18n.set_language("fr")
+    finally:
+        i18n._chosen = None
+    assert Message("가", "a").text() == "가\na"
+
+
+def test_catalogued_messages_exist_in_both_languages():
+    for key, message in i18n._catalog().items():
+        assert message.ko.strip() and message.en.strip(), key
+
+
+def test_unknown_task_is_a_clear_failure():
+    from autograder.checks import check
+    with pytest.raises(CheckFailed, match="m99.nothing"):
+        check("m99.nothing", None, points=1)

@@ -1,0 +1,51 @@
+"""environment.yml installs the same thing as pyproject.toml; CI runs the README's test command."""
+import re
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+ENV = yaml.safe_load((ROOT / "environment.yml").read_text())
+
+
+def test_environment_yml_installs_the_package_with_pip():
+    pip_sections = [d["pip"] for d in ENV["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert pip_sections == [["-e ."]], "environment.yml must install the package itself (-e .)"
+    assert any(str(d).startswith("pip") for d in ENV["dependencies"] if isinstance(d, str))
+
+
+def test_environment_yml_python_matches_requires_python():
+    python = [d for d in ENV["dependencies"] if isinstance(d, str) and d.startswith("python")]
+    assert python == ["python" + PYPROJECT["project"]["requires-python"]]
+
+
+def test_conda_section_repeats_no_dependency():
+    """Dependencies live in pyproject.toml only, so the two files cannot disagree."""
+    names = {re.split(r"[<>=!~;\[ ]", d)[0].lower() for d in PYPROJECT["project"]["dependencies"]}
+    conda = {re.split(r"[<>=!~ ]", d)[0].lower() for d in ENV["dependencies"] if isinstance(d, str)}
+    assert not (names & conda), f"repeated in environment.yml: {names & conda}"
+
+
+def test_required_dependencies_are_declared():
+    names = {re.split(r"[<>=!~;\[ ]", d)[0].lower() for d in PYPROJECT["project"]["dependencies"]}
+    for name in ["jupyterlab", "nbgrader", "ipywidgets", "torch", "matplotlib", "nbval", "pytest", "nbclient",
+                 "nvidia-ml-py", "psutil", "tqdm", "mlx", "jupyterlab-language-pack-ko-kr"]:
+        assert name in names, name
+    assert PYPROJECT["project"]["name"] != "autograder"
+
+
+def test_mlx_markers_pick_the_right_wheel_per_platform():
+    mlx = [d for d in PYPROJECT["project"]["dependencies"] if d.startswith("mlx")]
+    assert any(d.startswith("mlx[cpu]") and "linux" in d for d in mlx)
+    assert any(d.startswith("mlx;") and "darwin" in d and "arm64" in d for d in mlx)
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "python3 -m autograder test"
+    assert command in readme and command in (ROOT / ".ci" / "run").read_text()
