@@ -86,7 +86,7 @@ def start_page() -> Path:
 
 def start(args: list[str]) -> int:
     ensure_venv()
-    cmd = [str(BIN / "jupyter"), "lab", str(start_page()), *args]
+    cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}", str(ROOT / start_page()), *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
     return subprocess.call(cmd, cwd=ROOT, env=venv_env())

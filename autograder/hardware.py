@@ -256,25 +256,25 @@ def caches_from_sysfs(entries: Iterable[dict]) -> tuple[int | None, int | None, 
 # ---------------------------------------------------------------- guarded helpers
 @contextlib.contextmanager
 def _quiet():
-    """Silence warnings and stderr (Python-level and file descriptor 2) while probing."""
-    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+    """Silence warnings and stderr (Python-level and file descriptor 2) while probing.
+
+    Libraries write to stderr from C (CUDA init, MLX deprecation notices), and
+    ipykernel shows fd 2 in the cell, so fd 2 points at /dev/null meanwhile.
+    """
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()), contextlib.ExitStack() as stack:
         warnings.simplefilter("ignore")
+        with contextlib.suppress(Exception):
+            sys.__stderr__.flush()
         try:
-            saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+            saved = os.dup(2)
+            stack.callback(os.close, saved)
+            null = os.open(os.devnull, os.O_WRONLY)
+            stack.callback(os.close, null)
+            os.dup2(null, 2)
+            stack.callback(os.dup2, saved, 2)
         except OSError:
-            yield
-            return
-        try:
-            sys.__stderr__ and sys.__stderr__.flush()
-        except (OSError, ValueError):
-            pass
-        os.dup2(null, 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            os.close(null)
+            pass  # no file descriptor 2 to silence
+        yield
 
 
 def _import(name: str):
@@ -361,7 +361,9 @@ def _apple() -> dict:
 def _mac_cpu(values: dict[str, str]) -> dict:
     brand = values.get("machdep.cpu.brand_string") or None
     vendor = "Apple" if (brand or "").startswith("Apple") else _VENDORS.get(values.get("machdep.cpu.vendor", ""))
-    pick = lambda *keys: next((parse_size(values[k]) for k in keys if parse_size(values.get(k))), None)  # noqa: E731
+    def pick(*keys: str) -> int | None:
+        return next((parse_size(values[k]) for k in keys if parse_size(values.get(k))), None)
+
     flags = sysctl_flags(values) if any(k.startswith("hw.optional.") for k in values) else None
     return {"model": brand, "vendor": vendor, "flags": flags,
             "l1d": pick("hw.perflevel0.l1dcachesize", "hw.l1dcachesize"),
@@ -450,8 +452,10 @@ def _nvml_probe(pynvml) -> tuple[list[dict], str | None, Message | None]:
             if handle is None:
                 continue
             memory = _call(pynvml, "nvmlDeviceGetMemoryInfo", handle)
-            clock = lambda kind: _int(_call(pynvml, "nvmlDeviceGetMaxClockInfo", handle,  # noqa: E731
-                                            getattr(pynvml, kind, None)))
+
+            def clock(kind: str) -> int | None:
+                return _int(_call(pynvml, "nvmlDeviceGetMaxClockInfo", handle, getattr(pynvml, kind, None)))
+
             devices.append({
                 "name": _text(_call(pynvml, "nvmlDeviceGetName", handle)),
                 "uuid": _text(_call(pynvml, "nvmlDeviceGetUUID", handle)),
@@ -612,11 +616,11 @@ def _mlx_probe(mlx_mod, apple: dict) -> tuple[bool, Message, AcceleratorInfo | N
             mx.eval(mx.array([1.0]) + 1)
         except Exception as e:
             return False, msg("hardware.mlx_failed", error=_error(e)), None, version
-    metal = getattr(mx, "metal", None)
+    metal, gpu_type = getattr(mx, "metal", None), getattr(mx, "gpu", None)
     on_metal = bool(_call(metal, "is_available"))
-    gpu_type = getattr(mx, "gpu", None)
-    on_gpu = on_metal or bool(_try(getattr(mx, "is_available", None), gpu_type) if gpu_type is not None else False)
-    on_gpu = on_gpu or bool(_call(getattr(mx, "cuda", None), "is_available"))
+    on_gpu = (on_metal
+              or (gpu_type is not None and bool(_call(mx, "is_available", gpu_type)))
+              or bool(_call(getattr(mx, "cuda", None), "is_available")))  # MLX's CUDA backend
     if not on_gpu:
         return True, msg("hardware.mlx_cpu_only", version=version or "?"), None, version
     # mx.device_info (new) replaces mx.metal.device_info, which prints a deprecation notice.
@@ -716,11 +720,12 @@ def best_device(torch=_DEFAULT) -> str:
 
 
 # ---------------------------------------------------------------- markdown
-def _label(m: Message) -> str:
+def _label(m: Message, sep: str = " / ") -> str:
+    """The message in the chosen language; for "both", Korean and English joined by ``sep``."""
     lang = get_language()
     if lang in ("ko", "en"):
         return m.text(lang)
-    return m.ko if m.ko == m.en else f"{m.ko} / {m.en}"
+    return m.ko if m.ko == m.en else f"{m.ko}{sep}{m.en}"
 
 
 def _cell(value) -> str:
@@ -754,13 +759,8 @@ def describe(report: HardwareReport) -> str:
                   flags=" ".join(cpu.flags) or "–")
     versions = msg("hardware.versions", os=report.os, python=report.python,
                    torch=report.torch or "–", mlx=report.mlx or "–")
-    lines += ["", _paragraph(details), "", _paragraph(versions)]
+    lines += ["", _label(details, "<br>"), "", _label(versions, "<br>")]
     if report.missing:
         lines += ["", f"**{_label(msg('hardware.missing_title'))}**", ""]
-        lines += [f"- {_paragraph(m)}" for m in report.missing]
+        lines += [f"- {_label(m, '<br>')}" for m in report.missing]
     return "\n".join(lines)
-
-
-def _paragraph(m: Message) -> str:
-    lang = get_language()
-    return m.text(lang) if lang in ("ko", "en") or m.ko == m.en else f"{m.ko}<br>{m.en}"
