@@ -6,6 +6,7 @@ to synchronize measures almost nothing; :func:`audit_timer` catches it.
 """
 from __future__ import annotations
 
+import numbers
 import time
 from typing import Any, Callable
 
@@ -60,7 +61,7 @@ def audit_timer(timer: Callable[[Callable[[], None], Any], Any],
     finally:
         device.queued = 0  # work the timer left behind must not leak into later use
     seconds = getattr(reported, "median_s", reported)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
         raise TypeError(msg("measure.bad_timer_result", found=type(reported).__name__).text())
     seconds = float(seconds)
     return seconds >= 0.9 * device.work_s, seconds

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from .i18n import msg
+from .i18n import Message, msg
 
 MIN_SAMPLE_S = 1e-3                 # a sample shorter than this is dominated by clock/sync overhead
 CPU_FLUSH_FLOOR = 64 * 2**20        # smallest CPU flush buffer, whatever the cache size detected
@@ -53,13 +53,14 @@ class Timing:
         return self.p90_s / self.p10_s if self.p10_s > 0 else math.inf
 
     def __str__(self) -> str:
-        return msg(
-            "measure.timing", median=format_seconds(self.median_s), p10=format_seconds(self.p10_s),
-            p90=format_seconds(self.p90_s), spread=f"{self.spread:.2f}", n=self.n, inner=self.inner,
-            warmup=self.warmup, device=self.device,
+        flushed = msg("measure.flushed_yes" if self.flushed else "measure.flushed_no")
+        values = dict(
+            median=format_seconds(self.median_s), p10=format_seconds(self.p10_s), p90=format_seconds(self.p90_s),
+            spread=f"{self.spread:.2f}", n=self.n, inner=self.inner, warmup=self.warmup, device=self.device,
             threads="-" if self.threads is None else self.threads,
-            flushed=msg("measure.flushed_yes" if self.flushed else "measure.flushed_no").text(),
-        ).text()
+        )
+        line = msg("measure.timing")
+        return Message(line.ko.format(flushed=flushed.ko, **values), line.en.format(flushed=flushed.en, **values)).text()
 
 
 def format_seconds(seconds: float) -> str:
@@ -237,17 +238,18 @@ def _flusher(name: str, kind: str, nbytes: int) -> Callable[[], None]:
 
 
 def _warm_up(call, sync, warmup: int | None, until: float) -> tuple[int, float]:
-    """Call until ``warmup`` calls were made (or, by default, until ``until``); return calls, last call's time."""
-    calls, last = 0, 0.0
+    """Call until ``warmup`` calls were made (or, by default, until ``until``); return calls, fastest call."""
+    calls, fastest = 0, 0.0
     while warmup is None or calls < warmup:
         began = time.perf_counter()
         call()
         sync()  # the warm-up call's work is finished before the next one (and before timing)
-        last = time.perf_counter() - began
+        took = time.perf_counter() - began
+        fastest = took if calls == 0 else min(fastest, took)  # a preempted call must not set the plan
         calls += 1
         if warmup is None and time.perf_counter() >= until:
             break
-    return calls, last
+    return calls, fastest
 
 
 def _pick_inner(call, sync, per_call: float) -> tuple[int, int]:

@@ -1,0 +1,1 @@
+"""Reference implementations that the checks score against (hidden from submissions while grading)."""

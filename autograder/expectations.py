@@ -1,0 +1,229 @@
+"""What a measurement should come out as on a given device: ``expect(kind, ...) -> Band``.
+
+Bands come from ``data/expectations.yaml``: fractions of a known accelerator's dense
+spec peak ("spec"), or of this machine's own reference measurement ("measured",
+see :mod:`autograder.reference`). ``Band.part(value, what)`` scores a learner's value
+with a bilingual message that says what was expected, why, and what was found.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .checks.core import Part
+from .i18n import Message, msg
+
+KINDS = ("matmul", "bandwidth", "speedup", "allreduce_busbw", "mfu")
+_DATA = Path(__file__).parent / "data" / "expectations.yaml"
+
+
+@dataclass(frozen=True)
+class Band:
+    """An expected range ``lo <= value <= hi`` in ``unit``, with the reason and where it comes from."""
+
+    lo: float
+    hi: float
+    unit: str
+    reason: Message
+    basis: str          # 'spec' (vendor figures) or 'measured' (this machine's reference measurement)
+    profile_id: str | None
+    source: str = ""
+
+    def contains(self, value: Any) -> bool:
+        return _is_number(value) and self.lo <= float(value) <= self.hi
+
+    def part(self, value: Any, what: Message, weight: float = 1.0) -> Part:
+        """A scored item: ok inside the band; the message says expected, why, found, and a hint."""
+        if not _is_number(value):
+            return Part(False, _compose("measure.band", what=what, lo=_num(self.lo), hi=_num(self.hi),
+                                        unit=self.unit, reason=self.reason, found="?")
+                        + msg("measure.not_a_number", found=type(value).__name__), weight)
+        value = float(value)
+        text = _compose("measure.band", what=what, lo=_num(self.lo), hi=_num(self.hi), unit=self.unit,
+                        reason=self.reason, found=_num(value))
+        if value > self.hi:
+            text = text + msg("measure.above")
+        elif value < self.lo:
+            text = text + msg("measure.below")
+        return Part(self.contains(value), text, weight)
+
+
+@lru_cache(maxsize=1)
+def rules() -> dict:
+    """The parsed ``data/expectations.yaml``."""
+    return yaml.safe_load(_DATA.read_text(encoding="utf-8"))
+
+
+def expect(kind: str, *, device: Any = None, dtype: Any = None, profile: Any = None,
+           baseline: Any = None, reference: float | None = None) -> Band:
+    """The expected band for a measurement of ``kind`` on ``device`` (or ``profile``).
+
+    ``matmul``: TFLOP/s for ``dtype`` (default fp32). ``bandwidth``: copy GB/s.
+    ``speedup``: accelerator time over CPU time (``baseline``: the CPU's profile, by
+    default its measured profile). ``allreduce_busbw``: ratio to gloo's all_reduce
+    measured in the same run, or GB/s when ``reference`` (gloo's busbw) is given.
+    ``mfu``: fraction of the peak. ``profile``: a Profile or a profile id; by default
+    :func:`autograder.reference.profile_for` ``(device)``.
+    """
+    if kind not in KINDS:
+        raise ValueError(msg("measure.unknown_kind", kind=kind, known=", ".join(KINDS)).text())
+    from .reference import canonical_dtype
+    dt = canonical_dtype(dtype or "fp32")
+    if kind == "allreduce_busbw":
+        return _allreduce(reference)
+    if kind == "speedup":
+        return _speedup(device, dt, profile, baseline)
+    prof = _profile(profile, device)
+    figure = prof.bandwidth_gbs if kind == "bandwidth" else _peak(prof, dt)
+    if not figure and profile is None and not prof.measured:  # a spec sheet without this figure: measure
+        from .reference import measured_profile
+        prof = measured_profile(device if device is not None else _best())
+    if kind == "matmul":
+        return _throughput(rules()["matmul"], prof, dt, _peak(prof, dt), "TFLOP/s", "measure.no_peak")
+    if kind == "bandwidth":
+        return _throughput(rules()["bandwidth"], prof, dt, prof.bandwidth_gbs, "GB/s", "measure.no_bandwidth")
+    return _mfu(prof)
+
+
+def rule_for(table: dict, profile, dtype: str) -> dict:
+    """The first spec rule of ``table`` whose ``match`` fits the profile and dtype."""
+    fields = {"vendor": profile.vendor, "kind": profile.kind, "segment": _segment(profile), "dtype": dtype}
+    for rule in table["spec"]:
+        if all(_fits(fields.get(k), want) for k, want in rule["match"].items()):
+            return rule
+    raise LookupError("expectations.yaml: the spec list must end with a rule matching everything")
+
+
+def _throughput(table: dict, profile, dt: str, figure, unit: str, missing_key: str) -> Band:
+    if not figure:
+        raise ValueError(msg(missing_key, profile=profile.id, dtype=dt).text())
+    if profile.measured:
+        rule, basis, cap = table["measured"], "measured", math.inf
+    else:
+        rule, basis, cap = rule_for(table, profile, dt), "spec", rules()["spec_cap"]
+    return Band(lo=rule["lo"] * figure, hi=min(rule["hi"], cap) * figure, unit=unit,
+                reason=_reason(rule, dtype=dt), basis=basis, profile_id=profile.id, source=_source(rule))
+
+
+def _speedup(device, dt: str, profile, baseline) -> Band:
+    table = rules()["speedup"]
+    if profile is None and _on_cpu(device):
+        rule = table["cpu_only"]
+        return Band(rule["lo"], rule["hi"], "×", msg("measure.cpu_speedup"), "measured", None, _source(rule))
+    prof = _profile(profile, device)
+    if prof.kind == "cpu":
+        rule = table["cpu_only"]
+        return Band(rule["lo"], rule["hi"], "×", msg("measure.cpu_speedup"), "measured", prof.id, _source(rule))
+    cpu = _profile(baseline, "cpu") if baseline is not None else _cpu_profile()
+    accel_peak, cpu_peak = _peak(prof, dt), _peak(cpu, dt)
+    for p, peak in ((prof, accel_peak), (cpu, cpu_peak)):
+        if not peak:
+            raise ValueError(msg("measure.no_peak", profile=p.id, dtype=dt).text())
+    rule = table["accelerator"]
+    ratio = accel_peak / cpu_peak
+    return Band(rule["lo"], max(rule["lo"], rule["hi_peak_ratio"] * ratio), "×",
+                msg("measure.accel_speedup", peak_ratio=ratio), "measured" if prof.measured else "spec",
+                prof.id, _source(rule))
+
+
+def _allreduce(reference: float | None) -> Band:
+    rule = rules()["allreduce_busbw"]
+    scale, unit = (float(reference), "GB/s") if reference else (1.0, "×")
+    return Band(rule["lo"] * scale, rule["hi"] * scale, unit, msg("measure.allreduce_reason"), "measured",
+                None, _source(rule))
+
+
+def _mfu(profile) -> Band:
+    rule = rules()["mfu"]["measured" if profile.measured else "spec"]
+    return Band(rule["lo"], rule["hi"], "", _reason(rule), "measured" if profile.measured else "spec",
+                profile.id, _source(rule))
+
+
+def _profile(profile, device):
+    if profile is None:
+        from .reference import profile_for
+        return profile_for(device)
+    if isinstance(profile, str):
+        from .profiles import get
+        try:
+            found = get(profile)
+        except KeyError:
+            found = None
+        if found is None:
+            raise ValueError(msg("measure.unknown_profile", profile=profile).text())
+        return found
+    return profile
+
+
+def _cpu_profile():
+    from .reference import measured_profile
+    return measured_profile("cpu")
+
+
+def _best() -> str:
+    from .hardware import best_device
+    return best_device()
+
+
+def _on_cpu(device) -> bool:
+    if device is None:
+        device = _best()
+    from .harness import device_name
+    return device_name(device).split(":")[0] == "cpu"
+
+
+def _peak(profile, dt: str) -> float | None:
+    try:
+        value = profile.peak(dt)
+    except (KeyError, ValueError, AttributeError):
+        value = None
+    if value is None:
+        value = (getattr(profile, "peak_tflops", None) or {}).get(dt)
+    return float(value) if value else None
+
+
+def _segment(profile) -> str | None:
+    return getattr(profile, "segment", None) or (getattr(profile, "spec", None) or {}).get("segment")
+
+
+def _fits(value, want) -> bool:
+    if value is None:
+        return False
+    wanted = want if isinstance(want, list) else [want]
+    return str(value).lower() in {str(w).lower() for w in wanted}
+
+
+def _reason(rule: dict, **values) -> Message:
+    reason = rule["reason"]
+    return Message(reason["ko"], reason["en"]).format(**values) if values else Message(reason["ko"], reason["en"])
+
+
+def _source(rule: dict) -> str:
+    return " ".join(str(rule.get("source") or rule.get("rationale") or "").split())
+
+
+def _compose(key: str, **values) -> Message:
+    """``msg(key)`` with Message values put in language by language."""
+    base = msg(key)
+    ko = {k: (v.ko if isinstance(v, Message) else v) for k, v in values.items()}
+    en = {k: (v.en if isinstance(v, Message) else v) for k, v in values.items()}
+    return Message(base.ko.format(**ko), base.en.format(**en))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+def _num(x: float) -> str:
+    """3 significant figures without exponent for everyday magnitudes: 794.5 -> '794', 0.0123 -> '0.0123'."""
+    if x == 0 or not math.isfinite(x):
+        return str(x)
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"

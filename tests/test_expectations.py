@@ -1,0 +1,148 @@
+"""Expected bands: spec profiles (fractions of the dense peak), measured profiles, the data file."""
+import pytest
+
+from autograder import expectations, profiles, reference
+from autograder.expectations import Band, expect, rules
+from autograder.i18n import both
+from autograder.profiles import Profile
+
+MATMUL = both("행렬곱 처리량", "matmul throughput")
+
+
+@pytest.fixture(autouse=True)
+def _both_languages(monkeypatch):
+    """Messages in both languages, whatever COURSE_LANG says."""
+    monkeypatch.setattr("autograder.i18n._chosen", "both")
+
+
+def _measured(fp32=0.15, bf16=0.3, copy=25.0):
+    return Profile(id="measured_test", name="test CPU", kind="cpu", vendor="AMD",
+                   peak_tflops={"fp32": fp32, "bf16": bf16}, bandwidth_gbs=copy, measured=True)
+
+
+def test_h100_bf16_band_follows_mamf():
+    band = expect("matmul", profile="h100_sxm", dtype="bf16")
+    peak = profiles.get("h100_sxm").peak("bf16")
+    assert band.basis == "spec" and band.unit == "TFLOP/s" and band.profile_id == "h100_sxm"
+    assert band.contains(794.5)  # MAMF: measured by ml-engineering
+    assert not band.contains(1979)  # the sparse figure
+    assert band.lo == pytest.approx(0.60 * peak) and band.hi <= 1.05 * peak
+    assert "MAMF" in band.reason.en and "MAMF" in band.reason.ko
+
+
+def test_mi300x_band_is_lower():
+    band = expect("matmul", profile="mi300x", dtype="bf16")
+    peak = profiles.get("mi300x").peak("bf16")
+    assert band.contains(668.4)
+    assert band.hi < 0.9 * peak
+
+
+def test_no_spec_band_goes_above_the_dense_peak():
+    cap = rules()["spec_cap"]
+    assert cap == 1.05
+    for p in profiles.all_of():
+        for dt, peak in p.peak_tflops.items():
+            if dt in reference.DTYPES.values():
+                band = expect("matmul", profile=p, dtype=dt)
+                assert band.hi <= cap * peak + 1e-9, (p.id, dt)
+                assert band.lo > 0
+
+
+def test_above_the_band_hints_at_a_missing_synchronize():
+    band = expect("matmul", profile="h100_sxm", dtype="bf16")
+    part = band.part(5000.0, MATMUL)
+    assert not part.ok
+    assert "synchronize" in part.message.en and "synchronize" in part.message.ko
+    assert "5,000" in part.message.en and "TFLOP/s" in part.message.en
+    ok = band.part(800, MATMUL)
+    assert ok.ok and "synchronize" not in ok.message.en
+    low = band.part(10, MATMUL)
+    assert not low.ok and "thread" in low.message.en
+
+
+def test_part_rejects_non_numbers():
+    band = expect("matmul", profile="h100_sxm", dtype="bf16")
+    assert not band.part("fast", MATMUL).ok
+    assert not band.part(float("nan"), MATMUL).ok
+    assert not band.contains(True)
+
+
+def test_measured_profile_bands_are_relative_to_the_machine():
+    prof = _measured()
+    band = expect("matmul", profile=prof, dtype="fp32")
+    assert band.basis == "measured"
+    assert band.lo == pytest.approx(0.5 * 0.15) and band.hi == pytest.approx(1.3 * 0.15)
+    bw = expect("bandwidth", profile=prof)
+    assert bw.unit == "GB/s" and bw.contains(25.0) and not bw.contains(100.0)
+
+
+def test_bandwidth_spec_never_above_spec():
+    band = expect("bandwidth", profile="rtx_4090")
+    assert band.contains(912) and not band.contains(1100)
+
+
+def test_speedup_on_cpu_only_machine_is_near_one():
+    band = expect("speedup", device="cpu")
+    assert band.contains(1.0) and not band.contains(10.0)
+    assert "CPU" in band.reason.en and "CPU" in band.reason.ko
+
+
+def test_speedup_on_an_accelerator_is_bounded_by_the_peaks():
+    band = expect("speedup", profile="h100_sxm", dtype="bf16", baseline=_measured())
+    ratio = profiles.get("h100_sxm").peak("bf16") / 0.3
+    assert band.lo >= 1.0 and band.hi == pytest.approx(2.0 * ratio)
+    assert not band.contains(1e6)  # a missing synchronize
+
+
+def test_allreduce_ratio_and_absolute():
+    ratio = expect("allreduce_busbw")
+    assert ratio.contains(1.0) and not ratio.contains(3.0)
+    absolute = expect("allreduce_busbw", reference=0.5)
+    assert absolute.unit == "GB/s" and absolute.contains(0.5) and not absolute.contains(2.0)
+
+
+def test_mfu_bands():
+    assert not expect("mfu", profile="h100_sxm").contains(1.2)
+    assert expect("mfu", profile="h100_sxm").contains(0.45)
+    assert expect("mfu", profile=_measured()).contains(1.1)
+
+
+def test_spec_without_the_figure_falls_back_to_measurement(monkeypatch):
+    no_figure = Profile(id="bare", name="bare", kind="apple", vendor="Apple", peak_tflops={})
+    monkeypatch.setattr(reference, "profile_for", lambda device=None: no_figure)
+    monkeypatch.setattr(reference, "measured_profile", lambda device="cpu", **k: _measured())
+    band = expect("matmul", device="mps", dtype="fp32")
+    assert band.basis == "measured"
+    with pytest.raises(ValueError, match="no fp32"):
+        expect("matmul", profile=no_figure, dtype="fp32")
+
+
+def test_bad_requests_are_explained():
+    with pytest.raises(ValueError, match="Unknown kind"):
+        expect("latency", profile="h100_sxm")
+    with pytest.raises(ValueError, match="Unknown profile"):
+        expect("matmul", profile="h999")
+
+
+def test_every_rule_has_a_source_or_rationale_and_a_reason():
+    data = rules()
+    tables = [data["matmul"]["measured"], data["bandwidth"]["measured"], *data["matmul"]["spec"],
+              *data["bandwidth"]["spec"], data["speedup"]["cpu_only"], data["speedup"]["accelerator"],
+              data["allreduce_busbw"], data["mfu"]["measured"], data["mfu"]["spec"]]
+    for rule in tables:
+        assert (rule.get("source") or rule.get("rationale") or "").strip(), rule
+        assert 0 < rule["lo"] < rule.get("hi", rule.get("hi_peak_ratio", 0)), rule
+    for rule in tables:
+        if "reason" in rule:
+            assert rule["reason"]["ko"].strip() and rule["reason"]["en"].strip()
+    for table in (data["matmul"], data["bandwidth"]):
+        assert table["spec"][-1]["match"] == {}  # a catch-all rule ends every list
+        for rule in table["spec"]:
+            assert "reason" in rule
+
+
+def test_band_is_a_value():
+    band = expect("allreduce_busbw")
+    assert isinstance(band, Band)
+    with pytest.raises(Exception):
+        band.lo = 0
