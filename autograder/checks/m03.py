@@ -1,0 +1,525 @@
+"""Checks of module 03 (memory hierarchy and roofline).
+
+Tasks 1-4 are exact arithmetic on shapes, profiles and models (hidden cases: random
+shapes, profiles the learner did not see, synthetic devices). Task 5 measures copy
+bandwidth and is graded against the expectations for the grading hardware, never
+above 1.05 x the spec. Task 6 is a working-set sweep graded leniently on its shape
+and on where its knee sits relative to the detected last-level cache. Task 7 returns
+a matplotlib Figure; ``answer`` reads plain data out of it (axis scales, line
+vertices, marker positions) so the figure is graded like any other answer.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..i18n import Message, msg
+from .core import Part, Task
+
+REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
+SPEED_RATIO = 1.2     # sweep: in-cache sets at least this much faster than sets beyond the cache
+KNEE_FACTOR = 16      # sweep: knee within LLC/16 .. 16 x LLC
+SPEC_CAP = 1.05       # measured bandwidth may not exceed 1.05 x the spec sheet
+MAX_VERTICES = 4000   # plot: vertices kept per line in the recorded answer
+
+INTENSITY_KEYS = ("flops", "bytes", "intensity")
+ROOFLINE_KEYS = ("ridge", "attainable_tflops", "bound")
+DECODE_KEYS = ("kv_cache_bytes", "bytes_per_step", "tokens_per_s")
+CAPACITY_KEYS = ("smem_kb", "registers_kb", "l2_kb", "total_kb")
+CAPACITY_FIELDS = ("sms", "smem_per_sm_kb", "registers_per_sm_kb", "l2_mb")
+VISIBLE_GPUS = ("h100_sxm",)
+
+
+def _m(key: str, **values) -> Message:
+    return msg(f"m03.{key}", **values)
+
+
+def _answers():
+    from ..answers import m03
+    return m03
+
+
+def _close(found: Any, expected: float, rel: float = REL) -> bool:
+    return (isinstance(found, (int, float)) and not isinstance(found, bool) and math.isfinite(found)
+            and abs(found - expected) <= rel * max(abs(expected), 1e-300))
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _wrong(what: Message, expected: Any, found: Any) -> Message:
+    base = _m("expected_found")
+    return Message(base.ko.format(what=what.ko, expected=expected, found=found),
+                   base.en.format(what=what.en, expected=expected, found=found))
+
+
+def _label(case_ko: str, case_en: str, key: str) -> Message:
+    return Message(f"{case_ko} → {key}", f"{case_en} → {key}")
+
+
+def _as_dict(result: Any, keys: tuple[str, ...]) -> dict:
+    """The learner's dict reduced to ``keys`` as plain data (numbers stay numbers)."""
+    if not isinstance(result, dict):
+        raise TypeError(_m("need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+    out = {}
+    for key in keys:
+        if key not in result:
+            raise KeyError(_m("missing_key", key=key, keys=", ".join(keys)).text())
+        value = result[key]
+        out[key] = value if isinstance(value, str) else _number(value)
+    return out
+
+
+def _number(value: Any) -> Any:
+    """ints, floats and 0-d numpy/torch values as a Python number; anything else unchanged."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _exact_parts(case_text: tuple[str, str], expected: dict, found: dict, keys: tuple[str, ...]) -> list[Part]:
+    parts = []
+    for key in keys:
+        want, got = expected[key], found.get(key)
+        ok = got == want if isinstance(want, str) else _close(got, want)
+        parts.append(Part(ok, _wrong(_label(*case_text, key), _show(want), _show(got))))
+    return parts
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+# ---------------------------------------------------------------- 1. arithmetic intensity
+def _intensity_visible() -> list:
+    return [
+        {"op": "add", "shape": [1_000_000], "dtype": "fp32"},
+        {"op": "matvec", "shape": [4096, 4096], "dtype": "bf16"},
+        {"op": "matmul", "shape": [4096, 4096, 4096], "dtype": "bf16"},
+    ]
+
+
+def _intensity_hidden(rng) -> list:
+    dtypes = ("fp64", "fp32", "bf16", "fp16", "fp8", "int8")
+    cases = [{"op": "add", "shape": [rng.randint(1, 10**8)], "dtype": rng.choice(dtypes)},
+             {"op": "matvec", "shape": [rng.randint(1, 20000), rng.randint(1, 20000)], "dtype": rng.choice(dtypes)},
+             {"op": "matvec", "shape": [1, 1], "dtype": "fp32"},
+             {"op": "matmul", "shape": [1, 8192, 8192], "dtype": "bf16"},
+             {"op": "matmul", "shape": [rng.randint(1, 512), rng.randint(512, 16384), rng.randint(512, 16384)],
+              "dtype": "fp8"}]
+    for _ in range(4):
+        cases.append({"op": "matmul", "shape": [rng.randint(1, 20000) for _ in range(3)], "dtype": rng.choice(dtypes)})
+    return cases
+
+
+def _intensity_answer(fn, case) -> dict:
+    return _as_dict(fn(case["op"], list(case["shape"]), case["dtype"]), INTENSITY_KEYS)
+
+
+def _intensity_score(case, answer) -> list[Part]:
+    expected = _answers().arithmetic_intensity(case["op"], case["shape"], case["dtype"])
+    text = f"{case['op']} {case['shape']} {case['dtype']}"
+    return _exact_parts((text, text), expected, answer, INTENSITY_KEYS)
+
+
+# ---------------------------------------------------------------- 2. ridge point and attainable FLOP/s
+def _synthetic_profile(rng, name: str) -> dict:
+    dtype = rng.choice(("bf16", "fp16", "fp8", "fp32"))
+    return {"id": name, "peak_tflops": {dtype: round(rng.uniform(5, 5000), 1)},
+            "bandwidth_gbs": round(rng.uniform(50, 9000), 1), "dtype": dtype}
+
+
+def _roofline_visible() -> list:
+    return [
+        {"profile": "h100_sxm", "dtype": "bf16", "intensity": 100.0},
+        {"profile": "h100_sxm", "dtype": "bf16", "intensity": 1000.0},
+        {"profile": "h100_sxm", "dtype": "fp32", "intensity": 0.25},
+    ]
+
+
+def _roofline_hidden(rng) -> list:
+    from ..profiles import get
+    cases = []
+    for pid, dtype in (("h200_sxm", "bf16"), ("a100_sxm_80gb", "bf16"), ("rtx_4090", "fp16"),
+                       ("mi300x", "bf16"), ("h100_pcie", "fp8"), ("t4", "fp16"), ("tpu_v5p", "bf16")):
+        p = get(pid)
+        if p.peak(dtype) and p.bandwidth_gbs:
+            ridge = _answers().ridge_point(p.peak(dtype), p.bandwidth_gbs)
+            cases.append({"profile": pid, "dtype": dtype, "intensity": round(ridge * rng.uniform(0.05, 20), 3)})
+    for i in range(3):
+        synth = _synthetic_profile(rng, f"synthetic_{i}")
+        cases.append({"profile": synth, "dtype": synth["dtype"], "intensity": round(rng.uniform(0.1, 3000), 3)})
+    # exactly on the ridge: 100 TFLOP/s over 1000 GB/s is 100 FLOP/byte, and there the roof is flat
+    cases.append({"profile": {"id": "synthetic_ridge", "peak_tflops": {"bf16": 100.0}, "bandwidth_gbs": 1000.0},
+                  "dtype": "bf16", "intensity": 100.0})
+    return cases
+
+
+def _case_profile(spec: Any):
+    """A :class:`autograder.profiles.Profile` for a case: a real id or a synthetic dict."""
+    from ..profiles import Profile, get
+    if isinstance(spec, str):
+        return get(spec)
+    return Profile(id=spec["id"], name=spec["id"], kind="gpu", vendor="synthetic",
+                   peak_tflops=dict(spec["peak_tflops"]), bandwidth_gbs=float(spec["bandwidth_gbs"]))
+
+
+def _roofline_answer(fn, case) -> dict:
+    return _as_dict(fn(_case_profile(case["profile"]), case["dtype"], case["intensity"]), ROOFLINE_KEYS)
+
+
+def _roofline_score(case, answer) -> list[Part]:
+    expected = _answers().roofline_for_profile(_case_profile(case["profile"]), case["dtype"], case["intensity"])
+    pid = case["profile"] if isinstance(case["profile"], str) else case["profile"]["id"]
+    text = f"{pid} {case['dtype']} @ {case['intensity']:g} FLOP/byte"
+    parts = _exact_parts((text, text), expected, answer, ROOFLINE_KEYS)
+    if answer.get("bound") not in ("memory", "compute"):
+        parts.append(Part(False, _m("bound_values"), weight=0))
+    return parts
+
+
+# ---------------------------------------------------------------- 3. decode bound and KV cache
+@lru_cache(maxsize=1)
+def models() -> dict:
+    """The transformer shapes of ``data/m03_models.yaml``."""
+    path = Path(__file__).resolve().parent.parent / "data" / "m03_models.yaml"
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _model(name: str, weight_bytes: int, kv_bytes: int) -> dict:
+    m = models()[name]
+    return {"name": name, "params": m["params"], "layers": m["layers"], "kv_heads": m["kv_heads"],
+            "head_dim": m["head_dim"], "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
+
+
+def _decode_visible() -> list:
+    return [
+        {"model": _model("llama3_8b", 2, 2), "batch": 1, "context": 8192, "device": "h100_sxm"},
+        {"model": _model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h100_sxm"},
+        {"model": _model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h200_sxm"},
+    ]
+
+
+def _decode_hidden(rng) -> list:
+    cases = [{"model": _model("llama3_8b", 1, 1), "batch": 64, "context": 2048, "device": "h200_sxm"},
+             {"model": _model("llama3_70b", 1, 2), "batch": rng.randint(1, 64), "context": rng.randint(1, 32768),
+              "device": rng.choice(["a100_sxm_80gb", "mi300x", "b200"])}]
+    for i in range(3):
+        layers, kv_heads, head_dim = rng.randint(4, 120), rng.choice([1, 2, 4, 8, 16]), rng.choice([64, 96, 128, 256])
+        model = {"name": f"synthetic_{i}", "params": float(rng.randint(10**8, 10**12)), "layers": layers,
+                 "kv_heads": kv_heads, "head_dim": head_dim, "weight_bytes": rng.choice([1, 2, 4]),
+                 "kv_bytes": rng.choice([1, 2])}
+        cases.append({"model": model, "batch": rng.randint(1, 256), "context": rng.randint(1, 131072),
+                      "bandwidth_gbs": round(rng.uniform(100, 8000), 1)})
+    return cases
+
+
+def _decode_bandwidth(case) -> float:
+    if "bandwidth_gbs" in case:
+        return float(case["bandwidth_gbs"])
+    from ..profiles import get
+    return get(case["device"]).bandwidth_gbs
+
+
+def _decode_answer(fn, case) -> dict:
+    return _as_dict(fn(dict(case["model"]), case["batch"], case["context"], _decode_bandwidth(case)), DECODE_KEYS)
+
+
+def _decode_score(case, answer) -> list[Part]:
+    bw = _decode_bandwidth(case)
+    expected = _answers().decode_bound(case["model"], case["batch"], case["context"], bw)
+    text = f"{case['model']['name']} batch {case['batch']} context {case['context']} @ {bw:g} GB/s"
+    return _exact_parts((text, text), expected, answer, DECODE_KEYS)
+
+
+# ---------------------------------------------------------------- 4. on-chip capacity
+def _capacity_visible() -> list:
+    return [{"profile": pid} for pid in VISIBLE_GPUS]
+
+
+def _capacity_hidden(rng) -> list:
+    from ..profiles import all_of
+    known = [p.id for p in all_of("gpu")
+             if p.id not in VISIBLE_GPUS and all(p.get(f) is not None for f in CAPACITY_FIELDS)]
+    cases = [{"profile": pid} for pid in rng.sample(known, min(4, len(known)))]
+    for _ in range(3):
+        cases.append({"spec": {"sms": rng.randint(8, 200), "smem_per_sm_kb": rng.choice([48, 64, 100, 164, 228, 256]),
+                               "registers_per_sm_kb": rng.choice([64, 128, 256]),
+                               "l2_mb": rng.choice([2, 4, 6, 40, 50, 60, 72, 96, 126])}})
+    return cases
+
+
+def _capacity_spec(case) -> dict:
+    if "spec" in case:
+        return dict(case["spec"])
+    from ..profiles import get
+    return dict(get(case["profile"]).spec)
+
+
+def _capacity_answer(fn, case) -> dict:
+    return _as_dict(fn(_capacity_spec(case)), CAPACITY_KEYS)
+
+
+def _capacity_score(case, answer) -> list[Part]:
+    spec = _capacity_spec(case)
+    expected = _answers().on_chip_capacity(spec)
+    text = case.get("profile") or "{sms} SMs, {smem_per_sm_kb} KB SMEM, {registers_per_sm_kb} KB RF, {l2_mb} MB L2".format(**spec)
+    return _exact_parts((text, text), expected, answer, CAPACITY_KEYS)
+
+
+# ---------------------------------------------------------------- helpers for measurements
+def _device() -> str:
+    from ..hardware import best_device
+    return best_device()
+
+
+def last_level_cache(device: str) -> int | None:
+    """Bytes of the last-level cache a working set on ``device`` meets (CPU L3, GPU L2); None if unknown."""
+    from ..hardware import detect
+    report = detect()
+    kind = device.split(":")[0]
+    if kind == "cpu":
+        return report.cpu.last_level_cache_bytes
+    for acc in report.accelerators:
+        if acc.device.split(":")[0] == kind or acc.backend == kind:
+            if acc.l2_bytes:
+                return acc.l2_bytes
+            from ..profiles import match
+            profile = match(acc.name)
+            l2 = profile.get("l2_mb") if profile else None
+            return int(l2 * 2**20) if l2 else None
+    return None
+
+
+def _size_text(nbytes: float | None) -> str:
+    if not nbytes:
+        return "?"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+# ---------------------------------------------------------------- 5. copy bandwidth
+COPY_FLOOR = 64 * 2**20
+COPY_CEILING = 2**30
+
+
+def _copy_visible() -> list:
+    return [{"factor": 4}]
+
+
+def _copy_hidden(rng) -> list:
+    return [{"factor": rng.choice([6, 8])}]
+
+
+def _copy_answer(fn, case) -> dict:
+    device = _device()
+    llc = last_level_cache(device) or COPY_FLOOR
+    nbytes = int(min(max(case["factor"] * llc, COPY_FLOOR), COPY_CEILING)) // 4096 * 4096
+    return {"device": device, "nbytes": nbytes, "gbs": _number(fn(nbytes, device))}
+
+
+def _spec_bandwidth(device: str) -> float | None:
+    """The spec-sheet bandwidth of ``device`` (None for CPUs and unknown devices)."""
+    try:
+        from ..reference import profile_for
+        profile = profile_for(device)
+    except Exception:  # no profile: nothing to cap against
+        return None
+    return None if profile.measured or not profile.bandwidth_gbs else float(profile.bandwidth_gbs)
+
+
+def _copy_score(case, answer) -> list[Part]:
+    gbs, device = answer.get("gbs"), answer.get("device", "cpu")
+    if not _positive(gbs):
+        return [Part(False, _m("need_number", what="GB/s", found=gbs))]
+    what = _m("copy_what", device=device, nbytes=_size_text(answer.get("nbytes")))
+    parts = []
+    try:
+        from ..expectations import expect
+        parts.append(expect("bandwidth", device=device).part(gbs, what))
+    except Exception as exc:  # the band cannot be built: say so, grade the rest
+        parts.append(Part(False, _m("no_expectation", error=f"{type(exc).__name__}: {exc}")))
+    spec = _spec_bandwidth(device)
+    if spec:
+        parts.append(Part(gbs <= SPEC_CAP * spec, _m("bandwidth_above_spec", found=gbs, spec=spec)))
+    return parts
+
+
+# ---------------------------------------------------------------- 6. working-set sweep
+SWEEP_BUDGET_S = 0.25
+UNKNOWN_LLC_SMALL = 1 * 2**20
+UNKNOWN_LLC_LARGE = 1 * 2**30
+
+
+def _sweep_visible() -> list:
+    return [{"start_kib": 64, "beyond": 8, "per_octave": 1}]
+
+
+def _sweep_hidden(rng) -> list:
+    return [{"start_kib": rng.choice([48, 80, 96]), "beyond": rng.choice([6, 10]), "per_octave": 1}]
+
+
+def _sweep_answer(fn, case) -> dict:
+    device = _device()
+    llc = last_level_cache(device)
+    if llc:
+        sizes = _answers().sweep_sizes(llc, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
+    else:  # unknown cache: 1 MiB .. 1 GiB
+        sizes = _answers().sweep_sizes(UNKNOWN_LLC_LARGE // 8, UNKNOWN_LLC_SMALL, 8, 1)
+    result = fn(list(sizes), device, SWEEP_BUDGET_S)
+    try:
+        values = [_number(v) for v in result]
+    except TypeError:
+        values = repr(result)[:200]
+    return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values}
+
+
+def _sweep_score(case, answer) -> list[Part]:
+    sizes, gbs, llc = answer["sizes"], answer["gbs"], answer.get("llc_bytes")
+    if not isinstance(gbs, list) or len(gbs) != len(sizes):
+        return [Part(False, _m("need_list", n=len(sizes), found=_show(gbs)[:200]))]
+    if not all(_positive(g) for g in gbs):
+        return [Part(False, _m("sweep_values", found=_show(gbs)[:200]))]
+    a = _answers()
+    parts = [Part(True, _m("sweep_values", found=""), weight=1)]
+    if not llc:
+        fast = [g for s, g in zip(sizes, gbs) if s <= 4 * UNKNOWN_LLC_SMALL]
+        slow = [g for s, g in zip(sizes, gbs) if s >= UNKNOWN_LLC_LARGE / 2]
+        ok = bool(fast and slow) and a._median(fast) >= SPEED_RATIO * a._median(slow)
+        parts.append(Part(ok, _m("sweep_not_faster", fast=a._median(fast) if fast else 0.0,
+                                 slow=a._median(slow) if slow else 0.0, ratio=SPEED_RATIO), weight=3))
+        parts.append(Part(False, _m("sweep_llc_unknown", device=answer.get("device")), weight=0))
+        return parts
+    fast, slow = a.sweep_plateaus(sizes, gbs, llc)
+    if fast is None or slow is None:
+        return parts + [Part(False, _m("sweep_no_plateau", llc=_size_text(llc)), weight=3)]
+    parts.append(Part(fast >= SPEED_RATIO * slow,
+                      _m("sweep_not_faster", fast=fast, slow=slow, ratio=SPEED_RATIO), weight=2))
+    knee = a.sweep_knee(sizes, gbs, llc)
+    if knee is None:
+        parts.append(Part(False, _m("sweep_no_knee"), weight=1))
+    else:
+        ok = llc / KNEE_FACTOR <= knee <= KNEE_FACTOR * llc
+        parts.append(Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=_size_text(llc)), weight=1))
+    return parts
+
+
+# ---------------------------------------------------------------- 7. roofline figure
+def _plot_visible() -> list:
+    return [{"peak_tflops": 989.4, "bandwidth_gbs": 3350.0,
+             "points": [{"label": "add fp32", "intensity": 1 / 12, "tflops": 0.25},
+                        {"label": "matvec bf16", "intensity": 1.0, "tflops": 2.9},
+                        {"label": "matmul bf16", "intensity": 1365.0, "tflops": 750.0}]}]
+
+
+def _plot_hidden(rng) -> list:
+    cases = []
+    for _ in range(2):
+        peak, bw = round(rng.uniform(5, 3000), 1), round(rng.uniform(50, 8000), 1)
+        ridge = peak * 1e3 / bw
+        points = []
+        for i in range(rng.randint(2, 5)):
+            x = ridge * 10 ** rng.uniform(-2, 2)
+            roof = min(peak, x * bw / 1e3)
+            points.append({"label": f"p{i}", "intensity": round(x, 6), "tflops": round(roof * rng.uniform(0.05, 0.95), 6)})
+        cases.append({"peak_tflops": peak, "bandwidth_gbs": bw, "points": points})
+    return cases
+
+
+def _finite_pairs(xs, ys) -> tuple[list, list]:
+    out_x, out_y = [], []
+    for x, y in zip(xs, ys):
+        try:
+            fx, fy = float(x), float(y)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(fx) and math.isfinite(fy):
+            out_x.append(fx)
+            out_y.append(fy)
+    return out_x, out_y
+
+
+def figure_data(fig: Any) -> dict:
+    """Plain data from a roofline Figure: scales and labels of its first Axes, line vertices, marker positions."""
+    from matplotlib.figure import Figure
+    if not isinstance(fig, Figure):
+        raise TypeError(_m("need_figure", found=type(fig).__name__).text())
+    if not fig.axes:
+        raise ValueError(_m("figure_no_axes").text())
+    ax = fig.axes[0]
+    lines, markers = [], []
+    for line in ax.get_lines():
+        xs, ys = _finite_pairs(line.get_xdata(orig=False), line.get_ydata(orig=False))
+        marker = line.get_marker()
+        if marker not in (None, "", " ", "None", "none"):
+            markers.extend([x, y] for x, y in zip(xs, ys))
+        if line.get_linestyle() not in ("None", "", " ", "none"):
+            step = max(1, len(xs) // MAX_VERTICES)
+            lines.append({"x": xs[::step], "y": ys[::step]})
+    for collection in ax.collections:
+        offsets = collection.get_offsets()
+        xs, ys = _finite_pairs([o[0] for o in offsets], [o[1] for o in offsets])
+        markers.extend([x, y] for x, y in zip(xs, ys))
+    return {"xscale": ax.get_xscale(), "yscale": ax.get_yscale(), "xlabel": ax.get_xlabel(),
+            "ylabel": ax.get_ylabel(), "lines": lines, "markers": markers[:MAX_VERTICES]}
+
+
+def _plot_answer(fn, case) -> dict:
+    import matplotlib.pyplot as plt
+    points = [dict(p) for p in case["points"]]
+    fig = fn(case["peak_tflops"], case["bandwidth_gbs"], points)
+    try:
+        return figure_data(fig)
+    finally:
+        from matplotlib.figure import Figure
+        if isinstance(fig, Figure):
+            plt.close(fig)
+
+
+def _plot_score(case, answer) -> list[Part]:
+    a = _answers()
+    peak, bw = case["peak_tflops"], case["bandwidth_gbs"]
+    ridge = a.ridge_point(peak, bw)
+    log = answer["xscale"] == "log" and answer["yscale"] == "log"
+    cover = a.roof_coverage(answer["lines"], peak, bw)
+    parts = [Part(log, _m("plot_scales", x=answer["xscale"], y=answer["yscale"]), weight=1),
+             Part(cover["memory"], _m("plot_memory_roof", ridge=ridge), weight=1),
+             Part(cover["compute"], _m("plot_compute_roof", peak=peak), weight=1),
+             Part(bool(answer["xlabel"].strip() and answer["ylabel"].strip()), _m("plot_labels"), weight=0.5)]
+    for p in case["points"]:
+        parts.append(Part(a.point_plotted(p, answer["markers"]),
+                          _m("plot_point_missing", label=p["label"], x=p["intensity"], y=p["tflops"]),
+                          weight=1.5 / len(case["points"])))
+    return parts
+
+
+TASKS = {
+    "intensity": Task(title=_m("title.intensity"), answer=_intensity_answer, score=_intensity_score,
+                      visible=_intensity_visible, hidden=_intensity_hidden),
+    "roofline": Task(title=_m("title.roofline"), answer=_roofline_answer, score=_roofline_score,
+                     visible=_roofline_visible, hidden=_roofline_hidden),
+    "decode": Task(title=_m("title.decode"), answer=_decode_answer, score=_decode_score,
+                   visible=_decode_visible, hidden=_decode_hidden),
+    "capacity": Task(title=_m("title.capacity"), answer=_capacity_answer, score=_capacity_score,
+                     visible=_capacity_visible, hidden=_capacity_hidden),
+    "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score,
+                 visible=_copy_visible, hidden=_copy_hidden),
+    "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score,
+                  visible=_sweep_visible, hidden=_sweep_hidden),
+    "plot": Task(title=_m("title.plot"), answer=_plot_answer, score=_plot_score,
+                 visible=_plot_visible, hidden=_plot_hidden),
+}
