@@ -1,0 +1,183 @@
+"""Reference answers of module 04 (training memory): the rules the checks grade against."""
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "m04_memory.yaml"
+
+
+@lru_cache(maxsize=1)
+def data() -> dict:
+    """Bytes per parameter, optimizer states, ZeRO stages and the planning rule (m04_memory.yaml)."""
+    return yaml.safe_load(DATA.read_text(encoding="utf-8"))
+
+
+def _choice(value, options, what: str):
+    if value not in options:
+        raise ValueError(f"{what}은(는) {sorted(options)} 중 하나여야 합니다 / "
+                         f"{what} must be one of {sorted(options)}: {value!r}")
+    return options[value]
+
+
+# ---------------------------------------------------------------- task 1: breakdown
+def memory_breakdown(n_params: float, optimizer: str, precision: str, zero_stage: int, n_gpus: int) -> dict:
+    """Bytes per GPU of weights, gradients and optimizer states (fp32 master included) and their total.
+
+    ZeRO stage 1 shards the optimizer states over ``n_gpus``, stage 2 also the gradients,
+    stage 3 also the weights (ZeRO paper, Section 5).
+    """
+    prec = _choice(precision, data()["precisions"], "precision")
+    states = _choice(optimizer, data()["optimizers"], "optimizer")["states"]
+    sharded = _choice(int(zero_stage), data()["zero_stages"], "zero_stage")
+    if n_gpus < 1 or n_params < 0:
+        raise ValueError(f"n_gpus >= 1, n_params >= 0 이어야 합니다 / need n_gpus >= 1 and n_params >= 0: "
+                         f"{n_gpus!r}, {n_params!r}")
+    per_param = {
+        "weights": prec["weights"],
+        "gradients": prec["gradients"],
+        "optimizer": prec["master"] + states * prec["state"],
+    }
+    out = {k: n_params * b / (n_gpus if k in sharded else 1) for k, b in per_param.items()}
+    out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
+    return out
+
+
+# ---------------------------------------------------------------- task 2: GPUs needed
+def gpus_for(n_params: int, memory_gb: float, bytes_per_param: int, usable: float) -> int:
+    """Smallest N with n_params * bytes_per_param / N <= usable * memory (exact arithmetic)."""
+    need = Fraction(int(n_params)) * bytes_per_param
+    per_gpu = Fraction(str(usable)) * Fraction(str(memory_gb)) * 10**9
+    return max(1, math.ceil(need / per_gpu))
+
+
+def gpus_needed(n_params: int, profile_id: str) -> dict:
+    """GPUs of profile ``profile_id`` needed to train (16 B/param, sharded) and to serve (2 B/param)."""
+    from .. import profiles
+
+    plan = data()["planning"]
+    memory_gb = profiles.get(profile_id).memory_gb
+    return {
+        "train": gpus_for(n_params, memory_gb, plan["train_bytes_per_param"], plan["usable_fraction"]),
+        "infer": gpus_for(n_params, memory_gb, plan["infer_bytes_per_param"], plan["usable_fraction"]),
+    }
+
+
+# ---------------------------------------------------------------- task 3: saved tensors
+def saved_bytes(model, x) -> int:
+    """Bytes the forward pass ``model(x)`` saves for backward, counted with saved-tensor hooks.
+
+    Each distinct storage counts once (a tensor saved by two ops is stored once);
+    storages of the model's parameters are skipped (they are in memory anyway).
+    """
+    import torch
+
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in params:
+            seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(seen.values())
+
+
+# ---------------------------------------------------------------- task 4: accumulation
+def accumulation_step(model, loss_fn, inputs, targets, n_micro: int) -> float:
+    """Gradients of the full-batch mean loss, computed in ``n_micro`` micro-batches.
+
+    Each micro-batch's mean loss is weighted by its share of the samples (1/n_micro when the
+    split is even). A model with ``no_sync`` (DDP) skips gradient synchronisation on every
+    micro-batch but the last. Returns the full-batch loss.
+    """
+    import torch
+
+    model.zero_grad(set_to_none=True)
+    parts = [(x, y) for x, y in zip(torch.tensor_split(inputs, n_micro), torch.tensor_split(targets, n_micro))
+             if len(x)]
+    no_sync = getattr(model, "no_sync", None)
+    total = 0.0
+    for i, (x, y) in enumerate(parts):
+        quiet = no_sync() if no_sync is not None and i < len(parts) - 1 else nullcontext()
+        with quiet:
+            loss = loss_fn(model(x), y) * (len(x) / len(inputs))
+            loss.backward()
+        total += loss.item()
+    return total
+
+
+# ---------------------------------------------------------------- task 5: loss scaler
+class DynamicLossScaler:
+    """Dynamic loss scaling as torch.amp.GradScaler does it, on plain Python numbers."""
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000):
+        self.scale_value = float(init_scale)
+        self.growth_factor = growth_factor
+        self.backoff_factor = backoff_factor
+        self.growth_interval = growth_interval
+        self.good_steps = 0
+
+    def scale(self, loss: float) -> float:
+        return loss * self.scale_value
+
+    def unscale(self, grads: list[float]) -> list[float]:
+        return [g / self.scale_value for g in grads]
+
+    def step(self, grads: list[float]) -> list[float] | None:
+        """Unscale; on inf/nan skip (None) and back off; else count and grow every growth_interval steps."""
+        unscaled = self.unscale(grads)
+        if not all(math.isfinite(g) for g in unscaled):
+            self.scale_value *= self.backoff_factor
+            self.good_steps = 0
+            return None
+        self.good_steps += 1
+        if self.good_steps == self.growth_interval:
+            grown = self.scale_value * self.growth_factor
+            if math.isfinite(grown):
+                self.scale_value = grown
+            self.good_steps = 0
+        return unscaled
+
+    def get_scale(self) -> float:
+        return self.scale_value
+
+
+# ---------------------------------------------------------------- task 6: AMP step
+def amp_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type: str, dtype) -> float:
+    """One mixed-precision step: autocast forward and loss, scaled backward, scaler step/update."""
+    import torch
+
+    optimizer.zero_grad(set_to_none=True)
+    with torch.autocast(device_type=device_type, dtype=dtype):
+        loss = loss_fn(model(inputs), targets)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    return loss.item()
+
+
+# ---------------------------------------------------------------- task 7: split model
+def split_model(layers, split: int, first: str, second: str):
+    """``layers[:split]`` on ``first``, the rest on ``second``; forward moves the activations."""
+    import torch.nn as nn
+
+    class Split(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = nn.Sequential(*list(layers)[:split]).to(first)
+            self.second = nn.Sequential(*list(layers)[split:]).to(second)
+
+        def forward(self, x):
+            return self.second(self.first(x.to(first)).to(second))
+
+    return Split()

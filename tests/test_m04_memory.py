@@ -1,0 +1,186 @@
+"""Module 04 lesson helpers: the probes per backend (CUDA and MPS with fakes), the
+techniques measured on CPU, mixed-precision set-up and the decision diagram."""
+import types
+
+import pytest
+import torch
+
+from autograder import m04_memory as M
+from autograder.i18n import set_language
+
+
+class FakeCuda:
+    """torch.cuda's memory counters: allocations move ``allocated`` and the peak."""
+
+    def __init__(self, allocated=1000):
+        self.allocated = self.peak = allocated
+        self.calls = []
+
+    def synchronize(self):
+        self.calls.append("sync")
+
+    def reset_peak_memory_stats(self):
+        self.calls.append("reset")
+        self.peak = self.allocated
+
+    def memory_allocated(self):
+        return self.allocated
+
+    def max_memory_allocated(self):
+        return self.peak
+
+    def alloc(self, n):
+        self.allocated += n
+        self.peak = max(self.peak, self.allocated)
+
+
+class FakeMps:
+    """torch.mps: only the driver's current allocation can be read (no peak counter)."""
+
+    def __init__(self, driver=5000):
+        self.driver = driver
+        self.syncs = 0
+
+    def synchronize(self):
+        self.syncs += 1
+
+    def driver_allocated_memory(self):
+        return self.driver
+
+
+def test_cuda_probe_reports_the_peak_above_the_start():
+    cuda = FakeCuda(allocated=1000)
+    cuda.peak = 9999  # an earlier step's peak must not count
+    probe = M.CudaProbe(cuda)
+    probe.start(None)
+    with probe.forward():
+        cuda.alloc(300)
+    cuda.alloc(-250)
+    assert probe.stop() == 300
+    assert cuda.calls[:2] == ["sync", "reset"] and cuda.calls[-1] == "sync"
+
+
+def test_mps_probe_samples_after_each_forward_and_synchronizes():
+    mps = FakeMps(driver=5000)
+    probe = M.MpsProbe(mps)
+    probe.start(None)
+    for held in (700, 400):
+        with probe.forward():
+            mps.driver = 5000 + held
+        mps.driver = 5000 + 50
+    assert probe.stop() == 700
+    assert mps.syncs >= 4
+
+
+def test_probe_for_picks_the_backend():
+    assert isinstance(M.probe_for("cpu"), M.SavedTensorProbe)
+    assert isinstance(M.probe_for("xpu:0"), M.SavedTensorProbe)
+    assert M.CudaProbe(FakeCuda()).method == "m04.probe.cuda" and M.MpsProbe(FakeMps()).method == "m04.probe.mps"
+
+
+def test_saved_tensor_probe_counts_activations_and_gradients():
+    lin = torch.nn.Linear(8, 4)
+    probe = M.SavedTensorProbe()
+    probe.start(lin)
+    with probe.forward():
+        out = lin(torch.zeros(3, 8))
+    assert probe.peak_bytes == 3 * 8 * 4  # the input, saved for the weight gradient
+    out.sum().backward()
+    assert probe.stop() == (8 * 4 + 4) * 4  # then the gradients
+
+
+def test_amp_dtype_cpu_is_bf16_and_cuda_follows_bf16_support():
+    assert M.amp_dtype("cpu") == torch.bfloat16
+    fake = types.SimpleNamespace(bfloat16=torch.bfloat16, float16=torch.float16,
+                                 cuda=types.SimpleNamespace(is_bf16_supported=lambda: False))
+    assert M.amp_dtype("cuda:0", torch_module=fake) == torch.float16
+    fake.cuda.is_bf16_supported = lambda: True
+    assert M.amp_dtype("cuda", torch_module=fake) == torch.bfloat16
+
+
+def test_fp16_counts_as_usable_only_where_a_grad_scaler_steps():
+    assert M.amp_usable(torch, "cpu", torch.float16) and M.amp_usable(torch, "cpu", torch.bfloat16)
+    broken = types.SimpleNamespace(**{k: getattr(torch, k) for k in ("nn", "optim", "ones", "isfinite", "float16",
+                                                                       "bfloat16", "autocast")},
+                                   amp=types.SimpleNamespace(GradScaler=lambda kind: 1 / 0))
+    assert not M._scaler_works(broken, "cpu")
+    assert M.amp_usable(broken, "cpu", torch.bfloat16) and not M.amp_usable(broken, "cpu", torch.float16)
+
+
+def test_grad_scaler_is_on_for_fp16_only():
+    assert M.grad_scaler("cpu", torch.float16).is_enabled()
+    assert not M.grad_scaler("cpu", torch.bfloat16).is_enabled()
+
+
+class FakeTimer:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, fn, device, budget_s, **kwargs):
+        fn()
+        self.calls += 1
+        return types.SimpleNamespace(median_s=0.01)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return {t: M.measure(t, "cpu", timer=FakeTimer()) for t in M.TECHNIQUES}
+
+
+def test_every_technique_needs_less_memory_than_plain_training(measured):
+    plain = measured["plain"].peak_bytes
+    assert plain > 0
+    for name in ("autocast", "checkpoint", "accumulation"):
+        assert 0 < measured[name].peak_bytes < plain, name
+    assert measured["checkpoint"].peak_bytes < 0.5 * plain
+
+
+def test_measure_reports_method_and_amp_dtype(measured):
+    assert measured["autocast"].note.en == "autocast dtype: bfloat16"
+    assert measured["plain"].method.en.startswith("saved-tensor accounting")
+    assert measured["plain"].step_s == 0.01
+
+
+def test_measure_with_a_fake_cuda_probe_uses_its_numbers():
+    cuda = FakeCuda()
+    result = M.measure("plain", "cpu", timer=FakeTimer(), probe=M.CudaProbe(cuda))
+    assert result.peak_bytes == 0 and result.method.en.startswith("torch.cuda")
+
+
+def test_techniques_train_the_same_model_to_similar_losses():
+    losses = {}
+    for t in ("plain", "checkpoint", "accumulation"):
+        model, opt, kw = M.setup(t, "cpu")
+        tokens, targets = M.batch(size=8)
+        losses[t] = [M.train_step(model, opt, tokens, targets, **kw) for _ in range(2)]
+    assert losses["checkpoint"] == pytest.approx(losses["plain"], rel=1e-5)
+    assert losses["accumulation"] == pytest.approx(losses["plain"], rel=1e-4)
+
+
+def test_unknown_technique_is_a_bilingual_error():
+    with pytest.raises(ValueError, match="technique"):
+        M.setup("lora", "cpu")
+
+
+def test_state_bytes_counts_adam_moments():
+    model, opt, kw = M.setup("plain", "cpu")
+    tokens, targets = M.batch(size=2, seq=8)
+    M.train_step(model, opt, tokens, targets, **kw)
+    sizes = M.state_bytes(model, opt)
+    assert sizes["optimizer"] == 2 * sizes["weights"] == 2 * sizes["gradients"]
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_decision_diagram_draws_six_steps(lang):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    set_language(lang)
+    try:
+        fig = M.decision_diagram()
+        texts = [t.get_text() for t in fig.axes[0].texts]
+        assert sum(t[:2] in {f"{i}." for i in range(1, 7)} for t in texts) == 6
+        plt.close(fig)
+    finally:
+        set_language("both")
