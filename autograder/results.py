@@ -1,0 +1,127 @@
+"""What the lessons measured on this machine, kept for the report card of module 06.
+
+A lesson calls ``record("m02", "matmul_tflops_fp32", 0.14, "TFLOP/s", device="cpu", size=4096)``;
+the value lands in one JSON file, ``$COURSE_CACHE_DIR/results.json`` (default
+``~/.cache/ai-hardware-course/results.json``), under this machine's key, the same key
+:func:`autograder.reference.machine_key` gives the measured profile of the best device
+(device name, cores, library versions). :func:`load` returns this machine's results.
+A later record of the same ``module.key`` replaces the earlier one.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from .i18n import msg
+
+FILE_NAME = "results.json"
+SCHEMA = 1
+
+
+def path() -> Path:
+    """The results file: ``$COURSE_CACHE_DIR/results.json`` or ``~/.cache/ai-hardware-course/results.json``."""
+    from .reference import cache_dir
+    return cache_dir() / FILE_NAME
+
+
+def machine() -> tuple[str, dict]:
+    """(id, key) of this machine: the digest and content of reference.machine_key for the best device."""
+    from .hardware import best_device
+    from .reference import _digest, machine_key
+    key = machine_key(best_device())
+    return _digest(key), key
+
+
+def record(module: str, key: str, value: float, unit: str, **meta: Any) -> dict:
+    """Store one measured ``value`` (in ``unit``) as ``"<module>.<key>"`` for this machine; return the entry.
+
+    ``meta``: anything JSON can hold (device, size, dtype, intensity in FLOP/byte, ...).
+    A bad argument raises a bilingual ValueError saying what to pass.
+    """
+    _validate(module, key, value, unit)
+    entry = {"module": module, "key": key, "value": float(value), "unit": unit,
+             "date": _dt.datetime.now().isoformat(timespec="seconds"), "meta": _jsonable(meta)}
+    mid, mkey = machine()
+    with _locked():
+        data = _read()
+        slot = data["machines"].setdefault(mid, {"key": mkey, "results": {}})
+        slot["key"] = mkey
+        slot["results"][f"{module}.{key}"] = entry
+        _write(data)
+    return entry
+
+
+def load(machine_id: str | None = None) -> dict[str, dict]:
+    """This machine's results (or those of ``machine_id``): ``{"m02.matmul_tflops_fp32": entry, ...}``."""
+    mid = machine_id or machine()[0]
+    return dict(_read()["machines"].get(mid, {}).get("results", {}))
+
+
+def forget(module: str | None = None) -> int:
+    """Remove this machine's results (of one ``module`` only, if given); return how many were removed."""
+    mid = machine()[0]
+    with _locked():
+        data = _read()
+        results = data["machines"].get(mid, {}).get("results", {})
+        gone = [k for k, e in results.items() if module is None or e.get("module") == module]
+        for k in gone:
+            del results[k]
+        _write(data)
+    return len(gone)
+
+
+def _validate(module: Any, key: Any, value: Any, unit: Any) -> None:
+    problems = (
+        ("module", module, not isinstance(module, str) or not module),
+        ("key", key, not isinstance(key, str) or not key),
+        ("value", value, isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value))),
+        ("unit", unit, not isinstance(unit, str)),
+    )
+    for name, found, bad in problems:
+        if bad:
+            raise ValueError(msg(f"m06.bad_record_{name}", value=found).text())
+
+
+def _jsonable(meta: dict) -> dict:
+    return json.loads(json.dumps(meta, default=str))
+
+
+def _read() -> dict:
+    try:
+        data = json.loads(path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"schema": SCHEMA, "machines": {}}
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("machines"), dict):
+        return {"schema": SCHEMA, "machines": {}}
+    return data
+
+
+def _write(data: dict) -> None:
+    target = path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, target)  # atomic: a reader never sees half a file
+
+
+@contextlib.contextmanager
+def _locked():
+    """An exclusive lock around read-modify-write (POSIX); elsewhere the atomic write is all there is."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = path().with_suffix(".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,93 @@
+"""Module 06 report card: gathering recorded and reference results, the figure, the HTML page, gloo all-reduce."""
+import base64
+import re
+
+import pytest
+
+from autograder import m06_report, reference, results
+from autograder.profiles import Profile
+
+
+@pytest.fixture
+def machine(monkeypatch, tmp_path):
+    """A CPU machine with a fake reference measurement (no 15-second measurement in tests)."""
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_NO_PROGRESS", "1")
+    monkeypatch.setattr(results, "machine", lambda: ("test-machine", {"device": "cpu"}))
+    fake = Profile(id="measured_cpu_test", name="test CPU", kind="cpu", vendor="test",
+                   peak_tflops={"fp32": 0.15, "bf16": 0.02}, bandwidth_gbs=20.0, measured=True,
+                   spec={"date": "2026-11-22",
+                         "matmul": {"fp32": {"tflops": 0.15, "size": 4096}, "bf16": {"tflops": 0.02, "size": 1024}},
+                         "bandwidth": {"copy": {"gbs": 20.0}, "triad": {"gbs": 24.0}}})
+    monkeypatch.setattr(reference, "measured_profile", lambda *a, **k: fake)
+    return tmp_path
+
+
+def test_gather_uses_the_reference_when_nothing_is_recorded(machine):
+    card = m06_report.gather("cpu", allreduce=False)
+    items = {(i["what"], i.get("dtype")): i for i in card["items"]}
+    assert items[("matmul", "fp32")]["value"] == 0.15 and items[("matmul", "fp32")]["source"] == "reference"
+    assert items[("matmul", "fp32")]["intensity"] == pytest.approx(2 * 4096 / (3 * 4))     # 2n^3 / (3 n^2 x 4 bytes)
+    assert items[("matmul", "fp32")]["pct"] is None                                         # no peak to compare with
+    assert items[("copy", None)]["value"] == 20.0 and items[("triad", None)]["value"] == 24.0
+    assert card["spec_id"] is None and "h100_sxm" in card["compare"]
+
+
+def test_gather_prefers_recorded_results_and_lists_the_rest(machine):
+    results.record("m02", "matmul_tflops_fp32", 0.12, "TFLOP/s", device="cpu", size=2048)
+    results.record("m03", "bandwidth_copy_gbs", 15.0, "GB/s", device="cpu")
+    results.record("m05", "allreduce_busbw_gbs", 0.5, "GB/s", backend="gloo", world_size=4)
+    results.record("m03", "point_matvec", 2.0, "GFLOP/s", intensity=0.5)
+    results.record("m01", "train_step_s", 0.02, "s")
+    card = m06_report.gather("cpu", allreduce=False)
+    items = {(i["what"], i.get("dtype")): i for i in card["items"]}
+    fp32 = items[("matmul", "fp32")]
+    assert fp32["source"] == "m02" and fp32["pct"] == pytest.approx(80.0)                   # 0.12 of the measured 0.15
+    assert items[("copy", None)]["source"] == "m03" and items[("copy", None)]["pct"] == pytest.approx(75.0)
+    assert items[("allreduce", None)]["value"] == 0.5 and items[("allreduce", None)]["ranks"] == 4
+    assert [r["id"] for r in card["recorded"]] == ["m01.train_step_s", "m03.point_matvec"]
+    assert card["points"] == [{"label": "m03.point_matvec", "intensity": 0.5, "flops": 2e9}]
+
+
+def test_figure_and_html(machine, tmp_path):
+    results.record("m03", "point_matvec", 2.0, "GFLOP/s", intensity=0.5)
+    card = m06_report.gather("cpu", allreduce=False)
+    fig = m06_report.figure(card)
+    roof, bars = fig.axes
+    assert roof.get_xscale() == "log" and roof.get_yscale() == "log" and bars.get_xscale() == "log"
+    assert len(bars.patches) == 2 + len(card["compare"])                                    # copy, triad + other devices
+    page = m06_report.to_html(card, fig)
+    assert "내 컴퓨터 성적표" in page and "My machine&#x27;s report card" in page
+    png = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page).group(1)
+    assert base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "m03.point_matvec" in page
+    path = m06_report.save_html(card, fig, str(tmp_path / "report_card.html"))
+    assert open(path, encoding="utf-8").read() == page
+    assert "data:image/png;base64," in m06_report.to_html(card)          # draws its own bilingual figure
+
+
+def test_rows_follow_the_language(machine):
+    card = m06_report.gather("cpu", allreduce=False)
+    assert m06_report.rows(card, "ko")[0]["what"].startswith("행렬곱")
+    assert m06_report.rows(card, "en")[0]["what"].startswith("matmul")
+
+
+def test_gloo_allreduce_runs_and_is_recorded(machine, monkeypatch):
+    found = m06_report.allreduce_busbw(world_size=2, budget_s=0.5)
+    assert found is not None and found["busbw_gbs"] > 0 and found["world_size"] == 2
+    assert all(r["busbw_gbs"] == pytest.approx(r["nbytes"] / r["seconds"] / 1e9) for r in found["rows"])  # 2(n-1)/n = 1
+    monkeypatch.setattr(m06_report, "allreduce_busbw", lambda **k: found)
+    card = m06_report.gather("cpu", allreduce=True)
+    assert any(i["what"] == "allreduce" and i["source"] == "now" for i in card["items"])
+    assert results.load()["m06.allreduce_busbw_gbs"]["value"] == found["busbw_gbs"]
+
+
+def test_allreduce_failure_is_reported_not_raised(machine, monkeypatch, capsys):
+    import subprocess
+
+    def broken(*a, **k):
+        raise OSError("no processes here")
+    monkeypatch.setattr(subprocess, "Popen", broken)
+    assert m06_report.allreduce_busbw(budget_s=0.5) is None
+    out = capsys.readouterr()
+    assert "gloo all-reduce" in out.out and out.err == ""
