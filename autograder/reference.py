@@ -32,6 +32,7 @@ LIBRARIES = ("torch", "numpy", "mlx", "best")
 BANDWIDTH_KINDS = {"copy": 2, "triad": 3}  # arrays moved per element: copy reads 1 writes 1; triad reads 2 writes 1
 SIZES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
 PROBE_SIZE = 128
+MIN_SWEEP_SIZE = 1024       # a reference taken only on smaller shapes understates the machine
 MEMORY_SHARE = 0.25            # operands may use at most this share of the free memory
 CPU_BANDWIDTH_FLOOR = 128 * 2**20
 ACCEL_BANDWIDTH_FLOOR = 2**30
@@ -122,7 +123,9 @@ def _sweep(maker, name: str, sizes, deadline: float) -> tuple[list[dict], dict]:
     for n in (s for s in SIZES if s <= cap):
         call_s = _flop(n) / rate
         cost = setup_per_elem * n * n + 6 * call_s  # setup, warm-up and a few samples
-        if time.perf_counter() + cost > ramp_end:
+        # Small shapes are far from peak: reach MIN_SWEEP_SIZE if the whole budget allows,
+        # even when a noisy probe made the ramp look expensive.
+        if time.perf_counter() + cost > (deadline if n <= MIN_SWEEP_SIZE else ramp_end):
             break
         result = _time_size(maker, n, name, 5 * call_s)
         results.append(result)

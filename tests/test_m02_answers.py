@@ -1,0 +1,164 @@
+"""Reference implementations of module 02 against independent facts: torch casts, torch.finfo, the specs."""
+import math
+
+import pytest
+import torch
+
+from autograder import profiles
+from autograder.answers import m02 as ref
+from autograder.m02_numbers import E2M1_VALUES, FORMATS, QUOTED_LIMITS, simulate, value_of
+
+TORCH_FORMATS = [name for name, f in FORMATS.items() if f["torch"] and name != "fp32"]
+
+
+def same(a: float, b: float) -> bool:
+    if math.isnan(b):
+        return math.isnan(a)
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+def torch_values(name: str) -> list[float]:
+    """Every bit pattern of a 8/16-bit torch dtype, read by torch."""
+    dtype = getattr(torch, FORMATS[name]["torch"])
+    width = 1 + FORMATS[name]["exp_bits"] + FORMATS[name]["man_bits"]
+    codes = torch.arange(2**width, dtype=torch.int64)
+    raw = codes.to(torch.uint8) if width == 8 else codes.to(torch.int16)
+    return raw.view(dtype).double().tolist()
+
+
+@pytest.mark.parametrize("name", TORCH_FORMATS)
+def test_decode_agrees_with_torch_on_every_pattern(name):
+    values = torch_values(name)
+    wrong = [b for b, v in enumerate(values) if not same(ref.decode(b, FORMATS[name]), v)]
+    assert not wrong, f"{name}: {wrong[:5]}"
+
+
+def test_decode_e2m1_is_the_mx_table():
+    got = [ref.decode(b, FORMATS["e2m1"]) for b in range(16)]
+    assert got[:8] == list(E2M1_VALUES)
+    assert got[8:] == [-v for v in E2M1_VALUES] and math.copysign(1, got[8]) == -1
+
+
+def test_decode_rejects_patterns_that_do_not_fit():
+    with pytest.raises(ValueError):
+        ref.decode(256, FORMATS["e4m3"])
+
+
+@pytest.mark.parametrize("name", TORCH_FORMATS + ["fp32"])
+def test_limits_agree_with_torch_finfo(name):
+    info = torch.finfo(getattr(torch, FORMATS[name]["torch"]))
+    limits = ref.limits(FORMATS[name])
+    assert limits["max"] == info.max and limits["smallest_normal"] == info.smallest_normal
+    assert limits["eps"] == info.eps
+
+
+@pytest.mark.parametrize("name", ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "tf32"])
+def test_limits_agree_with_the_quoted_spec_values(name):
+    limits = ref.limits(FORMATS[name])
+    for key, value in QUOTED_LIMITS[name].items():
+        if value is not None:
+            assert limits[key] == pytest.approx(value, rel=1e-15), key
+
+
+def test_smallest_subnormal_is_the_pattern_one():
+    for name in TORCH_FORMATS:
+        assert ref.limits(FORMATS[name])["smallest_subnormal"] == torch_values(name)[1]
+
+
+def random_float32(n: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    bits = torch.randint(-2**31, 2**31 - 1, (n,), generator=g, dtype=torch.int64).to(torch.int32)
+    scaled = torch.randn(n, generator=g) * torch.exp2(torch.randint(-30, 30, (n,), generator=g).float())
+    return torch.cat([bits.view(torch.float32), scaled])
+
+
+@pytest.mark.parametrize("name", TORCH_FORMATS)
+def test_round_agrees_with_torch_cast_after_clamp(name):
+    dtype = getattr(torch, FORMATS[name]["torch"])
+    top = ref.limits(FORMATS[name])["max"]
+    grid = torch.tensor(sorted({v for v in torch_values(name) if math.isfinite(v)}), dtype=torch.float64)
+    ties = ((grid[1:] + grid[:-1]) / 2).float()
+    x = torch.cat([random_float32(20_000, 1), ties, torch.tensor([math.inf, -math.inf, math.nan, -0.0, top * 1.01])])
+    expected = x.clamp(-top, top).to(dtype).double()
+    got = ref.round_to_format(x, FORMATS[name])
+    assert torch.equal(torch.isnan(got), torch.isnan(expected))
+    keep = ~torch.isnan(expected)
+    assert torch.equal(got[keep], expected[keep])
+    assert torch.equal(torch.signbit(got[keep]), torch.signbit(expected[keep]))
+
+
+def test_round_e2m1_ties_go_to_even():
+    x = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, -0.1, 100.0])
+    assert ref.round_to_format(x, FORMATS["e2m1"]).tolist() == [0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, -0.0, 6.0]
+
+
+def test_round_output_is_representable_for_fp6():
+    for name in ("e3m2", "e2m3"):
+        grid = {ref.decode(b, FORMATS[name]) for b in range(64)}
+        got = ref.round_to_format(torch.randn(2000) * 10, FORMATS[name]).tolist()
+        assert set(got) <= grid
+
+
+def test_matmul_errors_follow_the_mantissa_bits():
+    formats = {k: FORMATS[k] for k in ("fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e2m1")}
+    errors = ref.matmul_errors(64, 0, 1.0, formats)
+    for name, err in errors.items():
+        unit = 2.0 ** -(FORMATS[name]["man_bits"] + 1)
+        assert 0.1 * unit < err < 2 * unit, name
+    assert errors["fp32"] < errors["fp16"] < errors["bf16"] < errors["e4m3"] < errors["e5m2"] < errors["e2m1"]
+
+
+def test_matmul_errors_show_the_range_of_fp16():
+    formats = {k: FORMATS[k] for k in ("bf16", "fp16", "e4m3")}
+    tiny = ref.matmul_errors(32, 1, 1e-6, formats)
+    assert tiny["fp16"] > 5 * tiny["bf16"] and tiny["e4m3"] == 1.0
+
+
+def test_mask_keeps_two_largest_with_lower_index_on_ties():
+    w = torch.tensor([[1.0, -3.0, 3.0, 0.5, 2.0, 2.0, 2.0, 2.0]])
+    assert ref.mask_2_4(w).int().tolist() == [[0, 1, 1, 0, 1, 1, 0, 0]]
+    random = torch.randn(16, 32)
+    mask = ref.mask_2_4(random)
+    assert mask.reshape(16, -1, 4).sum(-1).eq(2).all()
+    kept_min = (random.abs() * mask).reshape(16, -1, 4).masked_fill(~mask.reshape(16, -1, 4), math.inf).amin(-1)
+    dropped_max = (random.abs() * ~mask).reshape(16, -1, 4).amax(-1)
+    assert (kept_min >= dropped_max).all()
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 6), (2, 2, 4)])
+def test_mask_rejects_bad_shapes(shape):
+    with pytest.raises(ValueError):
+        ref.mask_2_4(torch.ones(shape))
+
+
+def test_gpu_numbers_reproduce_the_whitepaper_figures():
+    h100 = profiles.get("h100_sxm")
+    spec = {"sms": h100.get("sms"), "tensor_cores_per_sm": h100.get("tensor_cores_per_sm"),
+            "fp32_lanes_per_sm": h100.get("fp32_lanes_per_sm"), "boost_clock_mhz": h100.get("boost_clock_mhz"),
+            "dense_tensor_tflops": h100.peak("bf16"), "clock_mhz": 1830}
+    out = ref.gpu_numbers(spec)
+    assert out["cuda_cores"] == 16_896                                 # 132 SMs x 128 lanes
+    assert out["vector_fp32_tflops"] == pytest.approx(h100.peak("fp32"), rel=0.01)
+    # 1,024 FLOPs per Tensor Core per cycle at the 1,830 MHz the tensor peak implies
+    assert out["tensor_tflops_at_clock"] * 1980 / 1830 == pytest.approx(h100.peak("bf16"))
+    assert 528 * 1024 * 1830e6 / 1e12 == pytest.approx(h100.peak("bf16"), rel=1e-3)
+    a100 = profiles.get("a100_sxm_80gb")
+    spec = {"sms": 108, "tensor_cores_per_sm": 4, "fp32_lanes_per_sm": 64, "boost_clock_mhz": 1410,
+            "dense_tensor_tflops": a100.peak("bf16"), "clock_mhz": 1410}
+    assert ref.gpu_numbers(spec)["flops_per_tc_per_cycle"] == pytest.approx(512, rel=0.01)   # 256 FMA per clock
+
+
+def test_simulate_matches_torch_and_the_e2m1_table():
+    x = torch.randn(1000) * 3
+    assert torch.equal(simulate(x, "bf16"), x.bfloat16().float())
+    assert set(simulate(x, "e2m1").abs().tolist()) <= set(E2M1_VALUES)
+    assert simulate(torch.tensor([1000.0]), "e4m3").item() == 448.0
+    assert simulate(torch.tensor([1 + 2**-12]), "tf32").item() == 1.0
+
+
+@pytest.mark.parametrize("name", ["fp16", "bf16", "e4m3", "e5m2", "e2m1"])
+def test_value_of_agrees_with_the_reference_decode(name):
+    width = 1 + FORMATS[name]["exp_bits"] + FORMATS[name]["man_bits"]
+    patterns = range(2**width) if width <= 8 else range(0, 2**width, 97)
+    for bits in patterns:
+        assert same(value_of(bits, name), ref.decode(bits, FORMATS[name])), bits

@@ -1,0 +1,57 @@
+"""Lesson helpers of module 02: format data, the bit explorer, the generations table."""
+import pytest
+
+from autograder import profiles
+from autograder.m02_numbers import (EXPLORER_FORMATS, FORMATS, bit_explorer, explain, generations, largest, simulate,
+                                    value_of)
+
+
+def test_every_format_has_a_layout_and_a_source():
+    for name, f in FORMATS.items():
+        assert f["special"] in ("ieee", "fn", "none")
+        assert f["source"].startswith(("IEEE", "Intel", "NVIDIA", "OCP")), name
+        assert name == "fp32" or 1 + f["exp_bits"] + f["man_bits"] <= 19
+
+
+def test_explain_names_the_kind_of_number():
+    assert "normal" in explain(0x3F80, "bf16").en and "value = 1" in explain(0x3F80, "bf16").en
+    assert "subnormal" in explain(0x0001, "fp16").en
+    assert "special" in explain(0x7F, "e4m3").en and "nan" in explain(0x7F, "e4m3").en
+    assert "448" in explain(0x7E, "e4m3").en
+    assert explain(0x3C00, "fp16").ko != explain(0x3C00, "fp16").en
+
+
+def test_value_of_reads_tf32_as_the_top_bits_of_fp32():
+    assert value_of(0b0_01111111_0000000001, "tf32") == 1 + 2**-10
+
+
+def test_bad_input_raises_bilingual_errors():
+    with pytest.raises(ValueError, match="fp99"):
+        simulate([1.0], "fp99")
+    with pytest.raises(ValueError, match="비트|bits"):
+        value_of(16, "e2m1")
+    with pytest.raises(ValueError, match="round_to_format"):
+        largest("e3m2")
+
+
+def test_bit_explorer_shows_the_value_and_follows_clicks(capsys):
+    box = bit_explorer("e4m3")
+    dropdown, _, row, info = box.children
+    assert len(row.children) == 8 and "value = 1" in info.value
+    for button in row.children[1:]:       # 0 1111 111: the NaN pattern
+        if button.description == "0":
+            button.click()
+    assert "nan" in info.value
+    dropdown.value = "fp16"
+    assert len(row.children) == 16 and "value = 1" in info.value
+    assert set(EXPLORER_FORMATS) <= set(FORMATS)
+    assert capsys.readouterr().err == ""
+
+
+def test_generations_run_from_pascal_to_blackwell_with_profile_figures():
+    rows = generations()
+    assert [r["arch"] for r in rows] == ["Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"]
+    assert all(r["source"].count("https://") >= 1 and r["added"].ko and r["added"].en for r in rows)
+    hopper = next(r for r in rows if r["arch"] == "Hopper")
+    assert hopper["tensor_tflops"] == profiles.get("h100_sxm").peak("bf16")
+    assert [r["year"] for r in rows] == sorted(r["year"] for r in rows)
