@@ -1,0 +1,195 @@
+"""Module 05 checks: references get full marks, stubs fail, typical mistakes get partial credit and hints."""
+import random
+
+import pytest
+
+from autograder import i18n
+from autograder.answers import m05
+from autograder.checks import CheckFailed, check, task
+from autograder.checks.m05 import _measure_answer, _measure_score, _ring_answer, _ring_score
+
+
+@pytest.fixture(autouse=True)
+def english(monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_SEED", "11")
+    i18n.set_language("en")
+    yield
+    i18n.set_language("both")
+
+
+def links(link, count, bidirectional=False):
+    return m05.link_gbs(link, count, bidirectional)
+
+
+def min_batch(profile_id, strategy, in_network, bw_gbs=None):
+    return m05.min_batch_for_profile(profile_id, strategy, in_network, bw_gbs)
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError()
+
+
+PURE = [("m05.links", links), ("m05.superpod", m05.superpod), ("m05.cost", m05.comm_time),
+        ("m05.busbw", m05.bus_bandwidth), ("m05.batch", min_batch)]
+
+
+@pytest.mark.parametrize("task_id,fn", PURE)
+def test_reference_gets_full_marks(task_id, fn, capsys):
+    assert check(task_id, fn, points=2, hidden=True) is None
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("task_id", [t for t, _ in PURE] + ["m05.ring", "m05.measure"])
+def test_stub_fails(task_id):
+    with pytest.raises(CheckFailed, match="Not implemented"):
+        check(task_id, stub, points=2)
+
+
+def parts_of(task_id, fn, hidden=False, seed=3):
+    t = task(task_id)
+    cases = t.visible() + (t.hidden(random.Random(seed)) if hidden else [])
+    parts = []
+    for case in cases:
+        scored = t.score(case, t.answer(fn, case))
+        parts.extend(scored if isinstance(scored, list) else [scored])
+    return parts
+
+
+def text(parts):
+    return " ".join(p.message.en for p in parts if not p.ok)
+
+
+def test_links_direction_and_bits_hints():
+    both_ways = parts_of("m05.links", lambda link, count, bidirectional=False: links(link, count, not bidirectional))
+    assert not any(p.ok for p in both_ways) and "per direction versus bidirectional" in text(both_ways)
+    bits = parts_of("m05.links", lambda link, count, b=False: links(link, count, b) * 8 if link["kind"] != "pcie"
+                    else links(link, count, b))
+    assert 0 < sum(p.ok for p in bits) < len(bits) and "Gb/s (bits)" in text(bits)
+    raw = parts_of("m05.links", lambda link, count, b=False: link["gt_s"] / 8 * count * (2 if b else 1)
+                   if link["kind"] == "pcie" else links(link, count, b))
+    assert "line encoding" in text(raw)
+
+
+def test_hard_coded_answers_fail_hidden_cases():
+    t = task("m05.links")
+    table = {str(case): links(case["link"], case["count"], case["bidirectional"]) for case in t.visible()}
+
+    def memorised(link, count, bidirectional=False):
+        return table[str({"link": link, "count": count, "bidirectional": bidirectional})]
+
+    assert all(p.ok for p in parts_of("m05.links", memorised))
+    result = check("m05.links", memorised, points=2, hidden=True)
+    assert result is not None and result < 2  # partial at most: hidden cases raise KeyError
+
+
+def test_superpod_wrong_level_rule_gets_partial():
+    def no_min(levels):  # forgets that a level cannot be faster than the one below
+        out = m05.superpod(levels)
+        out["per_gpu_gbs"] = [lv["links"] * (lv["link_rate"] / 8 if lv["unit"] == "Gb/s" else lv["link_rate"]) / lv["gpus"]
+                              for lv in levels]
+        return out
+
+    parts = parts_of("m05.superpod", no_min, hidden=True)
+    assert any(p.ok for p in parts) and not all(p.ok for p in parts)
+
+
+def test_superpod_not_a_dict():
+    with pytest.raises(CheckFailed, match="Return a dict"):
+        check("m05.superpod", lambda levels: [450, 50, 50], points=3)
+
+
+def test_cost_allreduce_once_gets_hint():
+    def once(op, nbytes, n, alpha_s, bw_gbs):
+        return m05.comm_time("all_gather" if op == "all_reduce" else op, nbytes, n, alpha_s, bw_gbs)
+
+    parts = parts_of("m05.cost", once)
+    assert not all(p.ok for p in parts) and "reduce-scatter plus an all-gather" in text(parts)
+
+
+def test_busbw_algbw_hint():
+    parts = parts_of("m05.busbw", lambda op, nbytes, seconds, n: nbytes / seconds / 1e9)
+    assert "algorithm bandwidth" in text(parts)
+    assert any(p.ok for p in parts)  # broadcast and send_recv have factor 1
+
+
+def test_batch_hints():
+    parts = parts_of("m05.batch", lambda *a: float(min_batch(*a)) - 0.5)
+    assert not any(p.ok for p in parts) and "rounded up" in text(parts)
+    fsdp_like_dp = parts_of("m05.batch", lambda pid, strategy, in_network, bw=None: min_batch(pid, "dp", in_network, bw))
+    assert "in-network reduction halves only" in text(fsdp_like_dp)
+
+
+# ---------------------------------------------------------------- measurement (fake dist, no ranks)
+FAKE = {"kind": "fake", "sizes": [1 << 20, 4 << 20], "world_size": 4, "alpha_s": 0.001, "bytes_per_s": 5e8}
+
+
+def score_fake(fn):
+    return _measure_score(FAKE, _measure_answer(fn, FAKE))
+
+
+def test_measure_reference_on_fake_dist():
+    assert all(p.ok for p in score_fake(m05.allreduce_busbw))
+
+
+def algbw_only(dist, sizes, world_size):
+    return [v * world_size / (2 * (world_size - 1)) for v in m05.allreduce_busbw(dist, sizes, world_size)]
+
+
+def test_measure_algbw_is_caught():
+    parts = score_fake(algbw_only)
+    assert not any(p.ok for p in parts) and "algorithm bandwidth" in text(parts)
+
+
+def test_measure_elements_for_bytes_is_caught():
+    import torch
+
+    def elements(dist, sizes, world_size):
+        out = []
+        for nbytes in sizes:
+            x = torch.ones(nbytes)  # nbytes float32 elements: 4x too many bytes
+            dist.all_reduce(x)
+            start = __import__("time").perf_counter()
+            for _ in range(3):
+                dist.all_reduce(x)
+            seconds = (__import__("time").perf_counter() - start) / 3
+            out.append(nbytes / seconds / 1e9 * 2 * (world_size - 1) / world_size)
+        return out
+
+    parts = score_fake(elements)
+    assert not any(p.ok for p in parts) and "elements versus bytes" in text(parts)
+
+
+# ---------------------------------------------------------------- ring all-reduce on gloo ranks
+def test_ring_reference_full_marks(capfd):
+    assert check("m05.ring", m05.ring_all_reduce, points=4) is None
+    assert capfd.readouterr().err == ""
+
+
+def cheating_ring(tensor):
+    import torch.distributed as dist
+    dist.all_reduce(tensor)
+    return tensor
+
+
+def half_ring(tensor):  # only the reduce-scatter: each rank holds one finished chunk
+    import torch
+    import torch.distributed as dist
+    n, rank = dist.get_world_size(), dist.get_rank()
+    chunks = list(torch.tensor_split(tensor.view(-1), n))
+    for step in range(n - 1):
+        recv_i = (rank - step - 1) % n
+        buf = torch.empty_like(chunks[recv_i])
+        req = dist.isend(chunks[(rank - step) % n].contiguous(), (rank + 1) % n)
+        dist.recv(buf, (rank - 1) % n)
+        req.wait()
+        chunks[recv_i].add_(buf)
+    return tensor
+
+
+def test_ring_wrong_answers():
+    case = {"world_sizes": [2], "tensors": [{"shape": [5], "dtype": "float32", "seed": 1},
+                                            {"shape": [4], "dtype": "int64", "seed": 2}]}
+    parts = _ring_score(case, _ring_answer(cheating_ring, case))
+    assert not any(p.ok for p in parts) and "collective all_reduce" in text(parts)
+    parts = _ring_score(case, _ring_answer(half_ring, case))
+    assert not any(p.ok for p in parts) and "must equal dist.all_reduce" in text(parts)
