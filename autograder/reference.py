@@ -473,15 +473,15 @@ def _accelerator(name: str):
     return None
 
 
-def profile_for(device: Any = None):
+def profile_for(device: Any = None, refresh: bool = False):
     """The profile expectations for ``device`` are based on (None: the best device here).
 
     A known accelerator gets its spec-sheet profile; any other device, and every
-    CPU, gets this machine's measured profile.
+    CPU, gets this machine's measured profile (``refresh=True`` measures it again).
     """
     from .hardware import best_device
     from .profiles import match
     name = device_name(device) if device is not None else best_device()
     acc = _accelerator(name)
     spec = match(acc.name) if acc is not None else None
-    return spec or measured_profile(name)
+    return spec or measured_profile(name, refresh=refresh)
