@@ -1,4 +1,10 @@
-"""nbgrader configuration for this repository (learners, instructors and tests share it)."""
+"""nbgrader configuration for this repository (learners, instructors and tests share it).
+
+Plain ``nbgrader`` commands run from the repository root read this file; the
+course's own commands (``python -m autograder instructor ...``) load it too and
+add the isolated, parallel grading on top (see docs/instructor.md).
+"""
+import os
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
@@ -8,9 +14,32 @@ c.CourseDirectory.course_id = "ai-hardware"
 c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
-c.CourseDirectory.db_url = f"sqlite:///{ROOT / '.nbgrader' / 'gradebook.db'}"
+# The gradebook: SQLite in the repository (one grading machine), or any SQLAlchemy URL,
+# e.g. postgresql://grader@db/course for a class graded by several machines.
+c.CourseDirectory.db_url = os.environ.get("COURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / '.nbgrader' / 'gradebook.db'}")
+
+# The exchange (release/fetch/submit without JupyterHub): a folder the user owns;
+# nbgrader's default /srv/nbgrader/exchange needs root rights.
+c.Exchange.root = os.environ.get("COURSE_EXCHANGE", str(ROOT / ".exchange"))
+c.Exchange.path_includes_course = True
 
 c.ClearSolutions.code_stub = {"python": "# 여기에 코드를 작성하세요 / YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "여기에 답을 쓰세요 / YOUR ANSWER HERE"
 # Measurement cells warm up libraries and devices: the default 30 s per cell is too short.
 c.Execute.timeout = 300
+
+# nbgrader zeroes a test cell that writes to stderr. These messages come from libraries,
+# not from the learner's answer, and say nothing about it: drop them before grading.
+c.IgnorePattern.enabled = True
+c.IgnorePattern.pattern = "|".join([
+    r"Matplotlib is building the font cache",  # first import of matplotlib on a machine
+    r"Matplotlib created a temporary cache directory",  # read-only home (grading sandbox)
+    r"huggingface/tokenizers: The current process just got forked",  # fork after tokenizers ran
+])
+
+# Feedback shows the messages of hidden tests but not their code.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

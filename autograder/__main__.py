@@ -3,4 +3,5 @@ import sys
 
 from .bootstrap import main
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # not when multiprocessing re-imports it in a worker
+    sys.exit(main(sys.argv[1:]))

@@ -5,7 +5,8 @@ from importlib import import_module
 from typing import Any
 
 from ..i18n import msg
-from .core import CheckFailed, Part, Task, cases_for, collect, emit, grading_seed, report, score_records
+from .core import (CheckFailed, Part, Task, cases_for, collect, device_lock, emit, grading_seed, recording, report,
+                   score_records)
 
 __all__ = ["check", "task", "CheckFailed", "Part", "Task"]
 
@@ -28,6 +29,14 @@ def check(task_id: str, learner: Any, points: float, hidden: bool = False) -> fl
     """
     t = task(task_id)
     seed = grading_seed()
-    records = collect(t, learner, cases_for(t, hidden, seed))
+    with device_lock(t):
+        records = collect(t, learner, cases_for(t, hidden, seed))
     emit(task_id, points, hidden, seed, records)
-    return report(t.title, score_records(t, records), points)
+    try:
+        parts = score_records(t, records)
+    except ImportError:
+        if not recording():
+            raise
+        print(msg("grading.recorded").text())  # the grader scores the record outside this kernel
+        return None
+    return report(t.title, parts, points)

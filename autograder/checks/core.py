@@ -17,6 +17,7 @@ import json
 import os
 import random
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -47,6 +48,7 @@ class Task:
     score: Callable[[Any, Any], "Part | list[Part]"]
     visible: Callable[[], list] = field(default=lambda: [None])
     hidden: Callable[[random.Random], list] = field(default=lambda rng: [])
+    measurement: bool = False  # times the device: the grader runs one such task at a time per device
 
 
 def canonical(value: Any) -> Any:
@@ -99,7 +101,12 @@ def score_records(task: Task, records: list[dict]) -> list[Part]:
         elif error:
             parts.append(Part(False, msg("check.raised", case=_short(record["case"]), error=error)))
         else:
-            scored = task.score(record["case"], record["answer"])
+            try:
+                scored = task.score(record["case"], record["answer"])
+            except ImportError:  # reference hidden (grading sandbox): the grader scores outside
+                raise
+            except Exception as exc:  # an answer of an unexpected shape
+                scored = Part(False, msg("check.raised", case=_short(record["case"]), error=f"{type(exc).__name__}: {exc}"))
             parts.extend(scored if isinstance(scored, list) else [scored])
     return parts
 
@@ -141,9 +148,30 @@ def _short(case: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def recording() -> bool:
+    """True when the grading pipeline asked checks to record their answers."""
+    return os.environ.get("COURSE_RECORD_ANSWERS") == "1"
+
+
+@contextmanager
+def device_lock(task: Task):
+    """Hold the grader's device lock (``COURSE_DEVICE_LOCK``) while a measurement task runs."""
+    path = os.environ.get("COURSE_DEVICE_LOCK")
+    if not (task.measurement and path):
+        yield
+        return
+    import fcntl  # POSIX only; the grader sets the variable only there
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def emit(task_id: str, points: float, hidden: bool, seed: int, records: list[dict]) -> None:
     """Display the answers as a record for the grader (only when it asked for them)."""
-    if os.environ.get("COURSE_RECORD_ANSWERS") != "1":
+    if not recording():
         return
     payload = {"task": task_id, "points": points, "hidden": hidden, "seed": seed, "records": records}
     try:

@@ -1,0 +1,127 @@
+"""``python -m autograder instructor ...`` (release, collect, grade, feedback, export) and ``submit``."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from ..i18n import msg
+from .course import REPO, Course, GradingError
+
+
+def add_parser(subparsers) -> None:
+    """Register ``instructor`` (with its subcommands) and the learner's ``submit``."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--root", type=Path, default=REPO, help="course folder (default: this repository)")
+    parent.add_argument("--db-url", help="gradebook URL (default: nbgrader_config.py; e.g. postgresql://...)")
+
+    inst = subparsers.add_parser("instructor", help="grade the class with nbgrader / nbgrader로 채점")
+    sub = inst.add_subparsers(dest="action", required=True)
+    p = sub.add_parser("generate", parents=[parent], help="solutions/NN -> exercises/NN (student version)")
+    p.add_argument("assignment")
+    p.set_defaults(func=_generate)
+    p = sub.add_parser("release", parents=[parent], help="generate, then release to the nbgrader exchange")
+    p.add_argument("assignment")
+    p.set_defaults(func=_release)
+    p = sub.add_parser("collect", parents=[parent], help="collect from a folder (zips, notebooks) or the exchange")
+    p.add_argument("assignment")
+    p.add_argument("folder", nargs="?", type=Path, help="folder of submissions (default: the exchange)")
+    p.set_defaults(func=_collect)
+    p = sub.add_parser("grade", parents=[parent], help="autograde in parallel, isolated")
+    p.add_argument("assignment")
+    p.add_argument("--students", help="comma-separated ids (default: every submission)")
+    p.add_argument("--workers", type=int, help="parallel workers (default: number of cores)")
+    p.add_argument("--cell-timeout", type=int, help="seconds per cell (default: Execute.timeout)")
+    p.add_argument("--notebook-timeout", type=float, default=1800, help="seconds per notebook (default 1800)")
+    p.add_argument("--memory-gb", type=float, default=4, help="memory per submission in GiB (default 4)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--require-sandbox", action="store_true", help="fail if bubblewrap is not usable")
+    mode.add_argument("--no-sandbox", action="store_true", help="grade without isolation")
+    p.set_defaults(func=_grade)
+    p = sub.add_parser("feedback", parents=[parent], help="HTML feedback per student")
+    p.add_argument("assignment")
+    p.add_argument("--student")
+    p.add_argument("--release", action="store_true", help="also release it to the exchange")
+    p.set_defaults(func=_feedback)
+    p = sub.add_parser("export", parents=[parent], help="CSV: one row per student and assignment")
+    p.add_argument("--to", type=Path, default=Path("grades.csv"))
+    p.add_argument("--assignment", action="append", help="only these assignments (repeatable)")
+    p.set_defaults(func=_export)
+
+    p = subparsers.add_parser("submit", parents=[parent], help="package an exercise for the instructor / 제출 파일 만들기")
+    p.add_argument("assignment", help="e.g. 01_devices")
+    p.add_argument("--student", default=os.environ.get("COURSE_STUDENT_ID"), help="your id (or COURSE_STUDENT_ID)")
+    p.add_argument("--to", type=Path, help="output folder (default: submissions/)")
+    p.set_defaults(func=_submit)
+
+
+def _course(args) -> Course:
+    return Course(Path(args.root).resolve(), args.db_url)
+
+
+def _guard(run):
+    """Print a :class:`GradingError` (bilingual) instead of a traceback; exit status 2."""
+    def wrapped(args) -> int:
+        from .submit import SubmitError
+        try:
+            return run(args) or 0
+        except (GradingError, SubmitError) as error:
+            print(error)
+            return 2
+    return wrapped
+
+
+@_guard
+def _generate(args):
+    from .generate import generate
+    print(generate(_course(args), args.assignment))
+
+
+@_guard
+def _release(args):
+    from .generate import release
+    release(_course(args), args.assignment)
+
+
+@_guard
+def _collect(args):
+    from .collect import from_exchange, from_folder
+    if args.folder is None:
+        from_exchange(_course(args), args.assignment)
+        return
+    for item in from_folder(_course(args), args.assignment, args.folder):
+        print(f"{'✅' if item.problem is None else '❌'} {item.student:<20} {item.source}  {item.problem or ''}")
+
+
+@_guard
+def _grade(args):
+    from .batch import grade_class
+    from .export import rows, summary
+    from .worker import Limits
+    course = _course(args)
+    limits = Limits(args.cell_timeout, args.notebook_timeout, int(args.memory_gb * 2**30))
+    isolate = True if args.require_sandbox else False if args.no_sandbox else None
+    students = args.students.split(",") if args.students else None
+    graded = {o.student for o in grade_class(course, args.assignment, students, args.workers, limits, isolate)}
+    print(summary([r for r in rows(course, [args.assignment]) if r["student_id"] in graded]))
+
+
+@_guard
+def _feedback(args):
+    from .feedback import feedback
+    for path in feedback(_course(args), args.assignment, args.student, args.release):
+        print(path)
+
+
+@_guard
+def _export(args):
+    from .export import write
+    count = write(_course(args), args.to, args.assignment)
+    print(f"{args.to}: {count} rows")
+
+
+@_guard
+def _submit(args):
+    from .submit import submit
+    path = submit(_course(args), args.assignment, args.student or "", args.to)
+    print(msg("grading.submitted", path=path).text())

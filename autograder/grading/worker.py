@@ -1,0 +1,118 @@
+"""Grade one submission in its own scratch course (runs in a worker process)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput
+
+from ..i18n import msg
+from .course import Course, api
+from .intake import admit
+from .preprocessors import SandboxedExecute, SaveRescoredGrades
+from .scratch import prepare
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per cell (None: the course's ``Execute.timeout``), per notebook, and memory of the kernel."""
+
+    cell_s: int | None = None
+    notebook_s: float = 1800.0
+    memory_bytes: int = 4 * 2**30
+
+
+@dataclass(frozen=True)
+class Job:
+    course: Course
+    assignment: str
+    student: str
+    scratch: str  # this grading run's scratch folder (template gradebook, device lock)
+    seed: int
+    limits: Limits = Limits()
+    isolate: bool = True
+
+
+@dataclass
+class Outcome:
+    """What grading one submission produced; plain data, merged into the gradebook by the single writer."""
+
+    student: str
+    assignment: str
+    seed: int
+    grades: dict = field(default_factory=dict)  # notebook -> grade cell -> [auto_score, needs_manual_grade]
+    comments: dict = field(default_factory=dict)  # notebook -> solution/task cell -> auto_comment
+    late: dict = field(default_factory=dict)  # notebook -> late_submission_penalty
+    timestamp: str | None = None
+    notes: list = field(default_factory=list)  # one-line reasons (English) for the export
+    error: str | None = None
+    seconds: float = 0.0
+    autograded: str = ""  # the scratch folder with the autograded notebooks
+
+
+def grade(job: Job) -> Outcome:
+    """Autograde ``job`` with nbgrader in a scratch course; never raises."""
+    start = time.monotonic()
+    outcome = Outcome(job.student, job.assignment, job.seed)
+    root = Path(job.scratch) / "students" / job.student
+    notes = root.parent / f"{job.student}.notes.jsonl"  # outside the folder the kernel may write to
+    try:
+        prepare(job.course, job.assignment, job.student, root, Path(job.scratch) / "template.db")
+        submitted = root / "submitted" / job.student / job.assignment
+        for name in job.course.notebooks(job.assignment):
+            path = submitted / f"{name}.ipynb"
+            reason = admit(path) if path.exists() else msg("grading.missing_notebook", name=path.name)
+            if reason is not None:
+                outcome.notes.append(reason.en)
+        if any(submitted.glob("*.ipynb")):  # else nothing to grade: every cell gets 0 (see merge)
+            result = api(job.course, _config(job, root, notes)).autograde(job.assignment, job.student,
+                                                                          force=True, create=True)
+            if not result.get("success"):
+                outcome.error = _last_line(result.get("error") or result.get("log") or "autograde failed")
+            _read_gradebook(outcome, root / "gradebook.db")
+            outcome.autograded = str(root / "autograded" / job.student / job.assignment)
+    except Exception as exc:  # one broken submission never stops the class
+        outcome.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    if notes.exists():
+        outcome.notes += [json.loads(line)["reason"] for line in notes.read_text(encoding="utf-8").splitlines()]
+    outcome.seconds = round(time.monotonic() - start, 2)
+    return outcome
+
+
+def _config(job: Job, root: Path, notes: Path):
+    config = job.course.config()
+    config.CourseDirectory.root = str(root)
+    config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+    config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                                SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
+    run = config.SandboxedExecute
+    run.isolate, run.seed, run.notes_file = job.isolate, job.seed, str(notes)
+    run.memory_limit, run.notebook_timeout = job.limits.memory_bytes, job.limits.notebook_s
+    run.lock_file = str(Path(job.scratch) / "device.lock")
+    run.private_paths = [str(job.course.root), job.scratch, str(config.Exchange.get("root", "/srv/nbgrader/exchange"))]
+    if job.limits.cell_s:
+        run.timeout = job.limits.cell_s
+    config.SaveRescoredGrades.seed, config.SaveRescoredGrades.notes_file = job.seed, str(notes)
+    return config
+
+
+def _read_gradebook(outcome: Outcome, db: Path) -> None:
+    with Gradebook(f"sqlite:///{db}") as gb:
+        try:
+            submission = gb.find_submission(outcome.assignment, outcome.student)
+        except Exception:
+            return
+        outcome.timestamp = submission.timestamp.isoformat() if submission.timestamp else None
+        for nb in submission.notebooks:
+            outcome.late[nb.name] = nb.late_submission_penalty
+            outcome.grades[nb.name] = {g.name: [g.auto_score, g.needs_manual_grade] for g in nb.grades}
+            outcome.comments[nb.name] = {c.name: c.auto_comment for c in nb.comments}
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "autograde failed"

@@ -1,0 +1,135 @@
+"""For every exercise in solutions/NN_topic/: the committed student version is current,
+the reference solution gets full marks and the unmodified student version gets 0.
+
+Regenerate a stale student version with ``python -m autograder instructor generate NN_topic``.
+Both gradings run as the instructor's pipeline does (sandbox, records re-scored outside the
+kernel), so a check module that imports ``autograder.answers`` at import time fails here.
+"""
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.grading import export, sandbox
+from autograder.grading.batch import grade_class
+from autograder.grading.course import REPO, Course
+from autograder.grading.generate import generate
+
+MODULES = sorted(p.name for p in (REPO / "solutions").glob("[0-9][0-9]_*") if any(p.glob("*.ipynb")))
+
+
+def comparable(path: Path) -> dict:
+    """What must match between a committed and a regenerated notebook (not outputs or volatile fields)."""
+    nb = nbformat.read(str(path), as_version=4)
+    metadata = {k: v for k, v in nb.metadata.items() if k not in ("widgets",)}
+    return {"metadata": metadata,
+            "cells": [{"type": c.cell_type, "id": c.get("id"), "source": c.source, "metadata": dict(c.metadata)}
+                      for c in nb.cells]}
+
+
+def files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and ".ipynb_checkpoints" not in p.parts and "__pycache__" not in p.parts)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A scratch course with every module's solutions; student versions generated into it."""
+    root = tmp_path_factory.mktemp("exercises")
+    for module in MODULES:
+        shutil.copytree(REPO / "solutions" / module, root / "solutions" / module)
+    course = Course(root)
+    for module in MODULES:
+        generate(course, module)
+    return course
+
+
+@pytest.fixture(scope="module")
+def grades(course):
+    """Each module graded once for two students: 'reference' (the solution) and 'student' (the blank version)."""
+    out = {}
+    for module in MODULES:
+        for student, kind in (("reference", "source"), ("student", "release")):
+            shutil.copytree(course.folder(kind, module), course.folder("submitted", student, module),
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        grade_class(course, module, workers=2, isolate=sandbox.available() or False)
+        out[module] = {row["student_id"]: row for row in export.rows(course, [module])}
+    return out
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_committed_student_version_is_current(course, module):
+    committed, fresh = REPO / "exercises" / module, course.folder("release", module)
+    assert committed.is_dir(), f"exercises/{module} is missing: run python -m autograder instructor generate {module}"
+    assert files(committed) == files(fresh), f"exercises/{module} is stale: run python -m autograder instructor generate {module}"
+    for name in files(fresh):
+        if name.endswith(".ipynb"):
+            assert comparable(committed / name) == comparable(fresh / name), (
+                f"exercises/{module}/{name} is stale: run python -m autograder instructor generate {module}")
+
+
+def explain(course: Course, module: str, student: str, row: dict) -> str:
+    """The export row and, for every test cell that did not get the expected score, the grader's verdict."""
+    lines = [json.dumps(row, default=str, ensure_ascii=False)]
+    full = student == "reference"
+    with Gradebook(course.gradebook_url, course.course_id) as gb:
+        for nb in gb.find_submission(module, student).notebooks:
+            graded = nbformat.read(str(course.folder("autograded", student, module, f"{nb.name}.ipynb")), as_version=4)
+            outputs = {c.metadata.get("nbgrader", {}).get("grade_id"): c.get("outputs", []) for c in graded.cells}
+            for grade in nb.grades:
+                if (grade.score < grade.max_score) if full else grade.score > 0:
+                    text = "".join(o.get("text", "") for o in outputs.get(grade.name, []))
+                    lines.append(f"{nb.name}/{grade.name}: {grade.score:g}/{grade.max_score:g}\n{text.strip()}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_reference_solution_gets_full_marks(course, grades, module):
+    row = grades[module]["reference"]
+    assert row["max_score"] > 0 and row["score"] == pytest.approx(row["max_score"]), \
+        explain(course, module, "reference", row)
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_student_version_gets_zero_without_crashing(course, grades, module):
+    row = grades[module]["student"]
+    assert row["score"] == 0 and row["status"] in ("graded", "graded with problems"), \
+        explain(course, module, "student", row)
+
+
+
+BLOCKED = r"""
+import importlib, importlib.abc, json, sys
+class Hide(importlib.abc.MetaPathFinder):  # what the grading sandbox does: no autograder.answers
+    def find_spec(self, name, path, target=None):
+        if name == "autograder.answers" or name.startswith("autograder.answers."):
+            raise ModuleNotFoundError(f"No module named {name!r} (hidden when grading)")
+sys.meta_path.insert(0, Hide())
+from autograder.checks.core import cases_for
+failures = {}
+for module in sys.argv[1:]:
+    try:
+        tasks = importlib.import_module(f"autograder.checks.{module}").TASKS
+        for name, task in tasks.items():
+            try:
+                cases_for(task, True, 12345)
+            except Exception as exc:
+                failures[f"{module}.{name}"] = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:
+        failures[module] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(failures))
+"""
+CHECKS = sorted(p.stem for p in (REPO / "autograder" / "checks").glob("m[0-9][0-9].py"))
+
+
+def test_checks_draw_their_cases_without_the_reference_answers():
+    """The grading kernel cannot import autograder.answers: check modules and their case generators must not need it."""
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-c", BLOCKED, *CHECKS], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    failures = json.loads(run.stdout.strip().splitlines()[-1])
+    assert not failures, "use autograder.answers only inside score functions:\n" + json.dumps(failures, indent=1)

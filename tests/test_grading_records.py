@@ -1,0 +1,110 @@
+"""Re-scoring test cells from answer records (pure: no kernel), and the intake of broken notebooks."""
+import json
+
+import nbformat
+import pytest
+
+from autograder.checks import task
+from autograder.checks.core import RECORD_MIME, cases_for, collect
+from autograder.grading import intake, records
+from autograder.grading.records import Call, calls, rescore
+
+SOURCE = 'check("m00.add", add, points=2,\n### BEGIN HIDDEN TESTS\n      hidden=True,\n### END HIDDEN TESTS\n)'
+SEED = 1234
+
+
+def record(fn=lambda a, b: a + b, seed=SEED, hidden=True, task_id="m00.add", cases=None):
+    t = task(task_id)
+    recs = collect(t, fn, cases if cases is not None else cases_for(t, hidden, seed))
+    payload = {"task": task_id, "points": 2, "hidden": hidden, "seed": seed, "records": recs}
+    return {"output_type": "display_data", "data": {RECORD_MIME: payload, "text/plain": "x"}, "metadata": {}}
+
+
+def test_calls_reads_task_points_and_hidden_flag():
+    assert calls(SOURCE) == [Call("m00.add", 2.0, True)]
+    assert calls("check('m00.stats', stats, 3)") == [Call("m00.stats", 3.0, False)]
+    assert calls("assert 1 == 1") == [] and calls("def broken(:") == []
+
+
+def test_a_valid_record_is_scored_with_the_reference():
+    verdict = rescore(SOURCE, [record()], SEED, 2)
+    assert verdict.earned == 2 and verdict.reason is None and "passed" in verdict.text
+
+
+def test_partial_answers_get_partial_points():
+    table = {(1, 2): 3, (0.5, 0.25): 0.75}
+    verdict = rescore(SOURCE, [record(lambda a, b: table.get((a, b)))], SEED, 2)
+    assert verdict.earned == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("forged", [
+    dict(seed=SEED + 1),  # answers for other cases
+    dict(hidden=False),  # visible cases only
+    dict(task_id="m00.count", fn=lambda xs: 0),  # another task's record
+    dict(cases=[[1, 2]]),  # fewer cases
+])
+def test_a_record_that_does_not_match_this_run_earns_nothing(forged):
+    verdict = rescore(SOURCE, [record(**forged)], SEED, 2)
+    assert verdict.earned == 0 and "no answers were recorded" in verdict.reason
+
+
+def test_malformed_records_earn_nothing_and_do_not_crash():
+    good = record()
+    extra = json.loads(json.dumps(good))
+    extra["data"][RECORD_MIME]["records"][0]["verdict"] = "pass"
+    for payload in ("text", None, {"task": "m00.add"}, extra["data"][RECORD_MIME]):
+        out = {"output_type": "display_data", "data": {RECORD_MIME: payload}}
+        assert rescore(SOURCE, [out], SEED, 2).earned == 0
+
+
+def test_answers_of_the_wrong_shape_are_wrong_not_fatal():
+    assert rescore(SOURCE, [record(lambda a, b: {"sum": [a, b]})], SEED, 2).earned == 0
+
+
+def test_the_worst_of_several_valid_records_counts():
+    verdict = rescore(SOURCE, [record(), record(lambda a, b: None)], SEED, 2)
+    assert verdict.earned == 0
+
+
+def test_no_record_names_the_error_of_the_cell():
+    timeout = {"output_type": "error", "ename": "CellTimeoutError", "evalue": "", "traceback": []}
+    verdict = rescore(SOURCE, [timeout], SEED, 2)
+    assert verdict.earned == 0 and "CellTimeoutError" in verdict.reason
+
+
+def test_records_are_found_only_in_record_outputs():
+    assert records.payloads([{"output_type": "stream", "name": "stdout", "text": RECORD_MIME}]) == []
+
+
+# ---------------------------------------------------------------- intake
+def write(path, nb):
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path
+
+
+def test_intake_rejects_what_cannot_be_read(tmp_path):
+    for i, text in enumerate(["", "{not json", "[1, 2]", json.dumps({"nbformat": 5, "cells": []})]):
+        path = tmp_path / f"nb{i}.ipynb"
+        path.write_text(text)
+        reason = intake.admit(path)
+        assert reason is not None and not path.exists()
+        assert "0" in reason.ko and "0 points" in reason.en
+
+
+def test_intake_repairs_duplicated_graded_cells(tmp_path):
+    cell = nbformat.v4.new_code_cell("x = 1", metadata={"nbgrader": {"grade": True, "grade_id": "t", "points": 1,
+                                                                      "solution": False, "locked": True,
+                                                                      "schema_version": 3, "task": False}})
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    nb.cells.append(nbformat.from_dict(json.loads(json.dumps(cell))))  # same grade id, same cell id
+    path = write(tmp_path / "dup.ipynb", nb)
+    reason = intake.admit(path)
+    fixed = nbformat.read(str(path), as_version=4)
+    assert "duplicated graded cells" in reason.en
+    assert ["nbgrader" in c.metadata for c in fixed.cells] == [False, True]
+    assert len({c.id for c in fixed.cells}) == 2
+
+
+def test_intake_leaves_a_good_notebook_alone(tmp_path):
+    path = write(tmp_path / "ok.ipynb", nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
+    assert intake.admit(path) is None and path.exists()
