@@ -108,3 +108,16 @@ def test_intake_repairs_duplicated_graded_cells(tmp_path):
 def test_intake_leaves_a_good_notebook_alone(tmp_path):
     path = write(tmp_path / "ok.ipynb", nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]))
     assert intake.admit(path) is None and path.exists()
+
+
+def test_records_displayed_as_json_text_keep_nan():
+    """Checks display records as JSON text so NaN/inf never trigger jupyter_client's stderr warning."""
+    import json
+    from autograder.checks.core import RECORD_MIME
+    from autograder.grading.records import payloads
+    text = json.dumps({"task": "m00.x", "records": [{"case": 1, "answer": float("nan"), "error": None}]})
+    out = [{"output_type": "display_data", "data": {RECORD_MIME: text}},
+           {"output_type": "display_data", "data": {RECORD_MIME: "{not json"}}]
+    decoded = payloads(out)
+    assert decoded[0]["records"][0]["answer"] != decoded[0]["records"][0]["answer"]  # NaN survives
+    assert decoded[1] is None

@@ -6,6 +6,7 @@ import torch
 
 from autograder import profiles
 from autograder.answers import m03
+from autograder.checks import m03 as checks_m03
 
 
 @pytest.mark.parametrize("dtype,torch_dtype", [("fp64", torch.float64), ("fp32", torch.float32),
@@ -82,7 +83,7 @@ def test_h100_on_chip_capacity_matches_whitepaper():
 
 def test_sweep_knee_and_plateaus():
     llc = 32 * 2**20
-    sizes = m03.sweep_sizes(llc)
+    sizes = checks_m03.sweep_sizes(llc)
     assert sizes[0] == 64 * 1024 and sizes[-1] <= 8 * llc and sizes == sorted(set(sizes))
     stepped = [100.0 if s <= llc / 4 else 20.0 for s in sizes]
     assert m03.sweep_plateaus(sizes, stepped, llc) == (100.0, 20.0)

@@ -208,7 +208,7 @@ LLC = 32 * 2**20
 
 
 def _sweep_answer(gbs_of):
-    sizes = ref.sweep_sizes(LLC)
+    sizes = checks.sweep_sizes(LLC)
     return {"device": "cpu", "llc_bytes": LLC, "sizes": sizes, "gbs": [gbs_of(s) for s in sizes]}
 
 
@@ -234,7 +234,7 @@ def test_sweep_wrong_length_or_values():
 
 
 def test_sweep_unknown_cache_grades_speed_only():
-    sizes = ref.sweep_sizes(2**30 // 8, 2**20, 8, 1)
+    sizes = checks.sweep_sizes(2**30 // 8, 2**20, 8, 1)
     answer = {"device": "mps", "llc_bytes": None, "sizes": sizes, "gbs": [100.0 if s < 2**24 else 30.0 for s in sizes]}
     parts = checks._sweep_score({}, answer)
     assert fraction(parts) == 1.0 and any(p.weight == 0 for p in parts)

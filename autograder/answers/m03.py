@@ -145,20 +145,6 @@ def sweep_knee(sizes: Sequence[int], gbs: Sequence[float], llc_bytes: int) -> in
     return max(above) if above else None
 
 
-def sweep_sizes(llc_bytes: int, start: int = 64 * 1024, beyond: float = 8.0, per_octave: int = 1) -> list[int]:
-    """Working-set sizes from ``start`` to ``beyond`` x the last-level cache, ``per_octave`` per doubling."""
-    stop = beyond * llc_bytes
-    sizes, k = [], 0
-    while True:
-        size = int(start * 2 ** (k / per_octave)) // 4096 * 4096 or 4096
-        if size > stop:
-            break
-        if not sizes or size > sizes[-1]:
-            sizes.append(size)
-        k += 1
-    return sizes
-
-
 # ------------------------------------------------------------ roofline figure
 def roof_vertices(peak_tflops: float, bandwidth_gbs: float, lo: float, hi: float) -> tuple[list[float], list[float]]:
     """The roof as three vertices: (lo, lo x bw), the ridge, (hi, peak)."""

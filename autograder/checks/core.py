@@ -182,4 +182,6 @@ def emit(task_id: str, points: float, hidden: bool, seed: int, records: list[dic
     if get_ipython() is None:  # outside a kernel: one JSON line on stdout (never stderr)
         sys.stdout.write(json.dumps(payload) + "\n")
     else:
-        display({RECORD_MIME: payload, "text/plain": f"<answers for {task_id}>"}, raw=True)
+        # As JSON text: a NaN or infinity in a dict would be rewritten by jupyter_client with a
+        # warning on stderr, and nbgrader zeroes a test cell that writes to stderr.
+        display({RECORD_MIME: json.dumps(payload, allow_nan=True), "text/plain": f"<answers for {task_id}>"}, raw=True)

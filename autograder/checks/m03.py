@@ -156,7 +156,7 @@ def _roofline_hidden(rng) -> list:
                        ("mi300x", "bf16"), ("h100_pcie", "fp8"), ("t4", "fp16"), ("tpu_v5p", "bf16")):
         p = get(pid)
         if p.peak(dtype) and p.bandwidth_gbs:
-            ridge = _answers().ridge_point(p.peak(dtype), p.bandwidth_gbs)
+            ridge = p.peak(dtype) * 1e12 / (p.bandwidth_gbs * 1e9)  # around the ridge: both bounds get tested
             cases.append({"profile": pid, "dtype": dtype, "intensity": round(ridge * rng.uniform(0.05, 20), 3)})
     for i in range(3):
         synth = _synthetic_profile(rng, f"synthetic_{i}")
@@ -365,6 +365,20 @@ UNKNOWN_LLC_SMALL = 1 * 2**20
 UNKNOWN_LLC_LARGE = 1 * 2**30
 
 
+def sweep_sizes(llc_bytes: int, start: int = 64 * 1024, beyond: float = 8.0, per_octave: int = 1) -> list[int]:
+    """Working-set sizes from ``start`` to ``beyond`` x the last-level cache, ``per_octave`` per doubling."""
+    stop = beyond * llc_bytes
+    sizes, k = [], 0
+    while True:
+        size = int(start * 2 ** (k / per_octave)) // 4096 * 4096 or 4096
+        if size > stop:
+            break
+        if not sizes or size > sizes[-1]:
+            sizes.append(size)
+        k += 1
+    return sizes
+
+
 def _sweep_visible() -> list:
     return [{"start_kib": 64, "beyond": 8, "per_octave": 1}]
 
@@ -377,9 +391,9 @@ def _sweep_answer(fn, case) -> dict:
     device = _device()
     llc = last_level_cache(device)
     if llc:
-        sizes = _answers().sweep_sizes(llc, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
+        sizes = sweep_sizes(llc, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
     else:  # unknown cache: 1 MiB .. 1 GiB
-        sizes = _answers().sweep_sizes(UNKNOWN_LLC_LARGE // 8, UNKNOWN_LLC_SMALL, 8, 1)
+        sizes = sweep_sizes(UNKNOWN_LLC_LARGE // 8, UNKNOWN_LLC_SMALL, 8, 1)
     result = fn(list(sizes), device, SWEEP_BUDGET_S)
     try:
         values = [_number(v) for v in result]

@@ -56,8 +56,19 @@ def calls(source: str) -> list[Call]:
 
 def payloads(outputs: list) -> list:
     """The records displayed in a cell's outputs."""
-    return [out["data"][RECORD_MIME] for out in outputs
-            if out.get("output_type") in ("display_data", "execute_result") and RECORD_MIME in out.get("data", {})]
+    found = [out["data"][RECORD_MIME] for out in outputs
+             if out.get("output_type") in ("display_data", "execute_result") and RECORD_MIME in out.get("data", {})]
+    return [_decode(p) for p in found]
+
+
+def _decode(payload):
+    """Checks display their record as JSON text (NaN-safe); anything unreadable is no record."""
+    if not isinstance(payload, str):
+        return payload
+    try:
+        return json.loads(payload)
+    except ValueError:
+        return None
 
 
 def rescore(source: str, outputs: list, seed: int, max_points: float) -> Verdict:
