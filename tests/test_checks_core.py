@@ -108,3 +108,9 @@ def test_unknown_task_is_a_clear_failure():
     from autograder.checks import check
     with pytest.raises(CheckFailed, match="m99.nothing"):
         check("m99.nothing", None, points=1)
+
+
+def test_failed_check_shows_the_verdict_not_a_stack_trace():
+    with pytest.raises(CheckFailed) as info:
+        run(lambda x: -1)
+    assert info.value._render_traceback_() == [str(info.value)]

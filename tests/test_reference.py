@@ -160,3 +160,21 @@ def test_profile_for_unknown_device_or_cpu_is_measured(monkeypatch):
     monkeypatch.setattr(reference, "_accelerator", lambda name: None)
     assert reference.profile_for("cpu") == "measured"
     assert asked == ["cuda:0", "cpu"]
+
+
+def test_reference_taken_on_a_busy_machine_is_raised_to_now(tmp_path, monkeypatch):
+    """A cached reference that understates the machine must not make honest measurements look too fast."""
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    low = {"matmul": {"fp32": {"tflops": 0.01, "size": 256, "library": "torch"}},
+           "bandwidth": {"copy": {"gbs": 5.0, "nbytes": 1}, "triad": {"gbs": 5.0, "nbytes": 1}}}
+    monkeypatch.setattr(reference, "_measure", lambda name, budget_s: low)
+    assert reference.measured_profile("cpu").bandwidth_gbs == 5.0
+    monkeypatch.setattr(reference, "bandwidth_gbs", lambda kind, device, budget_s: {"gbs": 20.0})
+    monkeypatch.setattr(reference, "matmul_tflops", lambda dt, device, budget_s, library=None: {"tflops": 0.005})
+    monkeypatch.setattr(reference, "_rechecked", {})
+    assert reference.current_profile("cpu", "bandwidth").bandwidth_gbs == 20.0
+    assert reference.measured_profile("cpu").bandwidth_gbs == 20.0          # kept in the cache
+    assert reference.current_profile("cpu", "matmul", "fp32").peak("fp32") == 0.01  # slower now: unchanged
+    from autograder.expectations import expect
+    band = expect("bandwidth", device="cpu")
+    assert band.contains(25.0) and band.basis == "measured"

@@ -29,6 +29,10 @@ RECORD_MIME = "application/vnd.aihw.answers+json"
 class CheckFailed(AssertionError):
     """A check found nothing right; the message says what was expected and found."""
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows the verdict alone, not a stack trace through the course's code."""
+        return [str(self)]
+
 
 @dataclass(frozen=True)
 class Part:
