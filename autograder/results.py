@@ -9,7 +9,6 @@ A later record of the same ``module.key`` replaces the earlier one.
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
 import math
@@ -109,19 +108,9 @@ def _write(data: dict) -> None:
     os.replace(tmp, target)  # atomic: a reader never sees half a file
 
 
-@contextlib.contextmanager
 def _locked():
-    """An exclusive lock around read-modify-write (POSIX); elsewhere the atomic write is all there is."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
+    """An exclusive lock (any OS) around read-modify-write of the results file."""
+    from filelock import FileLock
     lock = path().with_suffix(".lock")
     lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return FileLock(str(lock))
