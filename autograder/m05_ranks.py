@@ -157,16 +157,30 @@ def _use_fork() -> bool:
     return platform.system() == "Linux" and hasattr(os, "fork")
 
 
+# gloo's transport errors when a peer process vanished or stalled on an overloaded host: worth one more try
+TRANSIENT = ("Connection reset by peer", "Connection closed by peer", "Broken pipe")
+
+
 def run(fn: Callable | str, args: Sequence = (), world_sizes: Sequence[int] = (4,), *,
         learner: Callable | None = None, backend: str = "gloo", timeout_s: float = 120.0) -> list[list[Any]]:
     """Call ``fn(*args)`` (or ``fn(learner, *args)``) on each rank; one result list per world size.
 
     ``fn``/``learner``: a function (notebook functions are shipped as source) or ``"module:name"``.
     ``args`` must be JSON data. Raises :class:`RanksError` with a bilingual message on failure.
+    A run that failed with a transport error (:data:`TRANSIENT`) is tried once more, on fresh ports.
     """
     world_sizes = [int(w) for w in world_sizes]
     if not world_sizes or min(world_sizes) < 1:
         raise ValueError(msg("m05.ranks_bad_world", found=world_sizes).text())
+    try:
+        return _run_once(fn, args, world_sizes, learner, backend, timeout_s)
+    except RanksError as exc:
+        if not any(text in str(exc) for text in TRANSIENT):
+            raise
+    return _run_once(fn, args, world_sizes, learner, backend, timeout_s)
+
+
+def _run_once(fn, args, world_sizes: list[int], learner, backend: str, timeout_s: float) -> list[list[Any]]:
     job_dir = Path(tempfile.mkdtemp(prefix="course_ranks_"))
     try:
         job = {"program": _target(fn), "learner": None if learner is None else _target(learner),

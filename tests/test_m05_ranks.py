@@ -90,3 +90,29 @@ def test_free_port_is_free():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
     assert sys.modules["autograder.m05_ranks"] is m05_ranks
+
+
+def test_transport_errors_are_tried_once_more_and_others_are_not(monkeypatch):
+    from autograder import m05_ranks
+    calls = []
+
+    def flaky(*args):
+        calls.append(args)
+        if len(calls) == 1:
+            raise m05_ranks.RanksError("rank 0: RuntimeError: Read error: Connection reset by peer")
+        return [[1, 1]]
+
+    monkeypatch.setattr(m05_ranks, "_run_once", flaky)
+    assert m05_ranks.run("x:y", world_sizes=[2]) == [[1, 1]] and len(calls) == 2
+
+    def broken(*args):
+        calls.append(args)
+        raise m05_ranks.RanksError("rank 1: ValueError: the learner's bug")
+
+    calls.clear()
+    monkeypatch.setattr(m05_ranks, "_run_once", broken)
+    try:
+        m05_ranks.run("x:y", world_sizes=[2])
+    except m05_ranks.RanksError:
+        pass
+    assert len(calls) == 1
