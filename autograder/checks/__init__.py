@@ -14,10 +14,15 @@ __all__ = ["check", "task", "CheckFailed", "Part", "Task"]
 def task(task_id: str) -> Task:
     """The task registered as ``task_id`` (``"mNN.name"``: ``TASKS["name"]`` in ``checks/mNN.py``)."""
     module, _, name = task_id.partition(".")
+    path = f"{__name__}.{module}"
     try:
-        return import_module(f"{__name__}.{module}").TASKS[name]
-    except (ImportError, KeyError, AttributeError):
-        raise CheckFailed(msg("check.unknown_task", task=task_id).text()) from None
+        return import_module(path).TASKS[name]
+    except ModuleNotFoundError as exc:
+        if exc.name != path:  # a check module that fails to import is a bug to show, not an unknown task
+            raise
+    except KeyError:
+        pass
+    raise CheckFailed(msg("check.unknown_task", task=task_id).text())
 
 
 def check(task_id: str, learner: Any, points: float, hidden: bool = False) -> float | None:
