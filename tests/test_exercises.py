@@ -6,19 +6,17 @@ Both gradings run as the instructor's pipeline does (sandbox, records re-scored 
 kernel), so a check module that imports ``autograder.answers`` at import time fails here.
 """
 import json
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader.api import Gradebook
 
 from autograder.grading import export, sandbox
 from autograder.grading.batch import grade_class
 from autograder.grading.course import REPO, Course
-from autograder.grading.generate import generate
+from autograder.grading.hardware_check import add_submission, exercise_modules, scratch_course, task_results
 
-MODULES = sorted(p.name for p in (REPO / "solutions").glob("[0-9][0-9]_*") if any(p.glob("*.ipynb")))
+MODULES = exercise_modules(REPO)
 
 
 def comparable(path: Path) -> dict:
@@ -38,13 +36,7 @@ def files(folder: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A scratch course with every module's solutions; student versions generated into it."""
-    root = tmp_path_factory.mktemp("exercises")
-    for module in MODULES:
-        shutil.copytree(REPO / "solutions" / module, root / "solutions" / module)
-    course = Course(root)
-    for module in MODULES:
-        generate(course, module)
-    return course
+    return scratch_course(tmp_path_factory.mktemp("exercises"), MODULES)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +44,8 @@ def grades(course):
     """Each module graded once for two students: 'reference' (the solution) and 'student' (the blank version)."""
     out = {}
     for module in MODULES:
-        for student, kind in (("reference", "source"), ("student", "release")):
-            shutil.copytree(course.folder(kind, module), course.folder("submitted", student, module),
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        for student in ("reference", "student"):
+            add_submission(course, module, student, version=student)
         grade_class(course, module, workers=2, isolate=sandbox.available() or False)
         out[module] = {row["student_id"]: row for row in export.rows(course, [module])}
     return out
@@ -75,14 +66,9 @@ def explain(course: Course, module: str, student: str, row: dict) -> str:
     """The export row and, for every test cell that did not get the expected score, the grader's verdict."""
     lines = [json.dumps(row, default=str, ensure_ascii=False)]
     full = student == "reference"
-    with Gradebook(course.gradebook_url, course.course_id) as gb:
-        for nb in gb.find_submission(module, student).notebooks:
-            graded = nbformat.read(str(course.folder("autograded", student, module, f"{nb.name}.ipynb")), as_version=4)
-            outputs = {c.metadata.get("nbgrader", {}).get("grade_id"): c.get("outputs", []) for c in graded.cells}
-            for grade in nb.grades:
-                if (grade.score < grade.max_score) if full else grade.score > 0:
-                    text = "".join(o.get("text", "") for o in outputs.get(grade.name, []))
-                    lines.append(f"{nb.name}/{grade.name}: {grade.score:g}/{grade.max_score:g}\n{text.strip()}")
+    for t in task_results(course, module, student):
+        if not t.full if full else t.score > 0:
+            lines.append(f"{t.notebook}/{t.cell}: {t.score:g}/{t.max_score:g}\n{t.verdict}")
     return "\n".join(lines)
 
 

@@ -47,6 +47,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", type=Path, default=Path("grades.csv"))
     p.add_argument("--assignment", action="append", help="only these assignments (repeatable)")
     p.set_defaults(func=_export)
+    p = sub.add_parser("check-hardware", help="grade the reference solutions here a few times; report lost points")
+    p.add_argument("modules", nargs="*", help="e.g. 02_gpu_architecture (default: every solutions/NN_*)")
+    p.add_argument("--root", type=Path, default=REPO, help="course folder whose solutions/ to check (default: this repository)")
+    p.add_argument("--runs", type=int, default=3, help="gradings of each reference (default 3)")
+    p.add_argument("--workers", type=int, help="parallel workers, as for grade (default: number of cores)")
+    p.add_argument("--no-sandbox", action="store_true", help="grade without isolation")
+    p.set_defaults(func=_check_hardware)
 
     p = subparsers.add_parser("submit", parents=[parent], help="package an exercise for the instructor / 제출 파일 만들기")
     p.add_argument("assignment", help="e.g. 01_devices")
@@ -118,6 +125,16 @@ def _export(args):
     from .export import write
     count = write(_course(args), args.to, args.assignment)
     print(f"{args.to}: {count} rows")
+
+
+@_guard
+def _check_hardware(args):
+    from .hardware_check import check, machine, report
+    print(machine())
+    text, lost = report(check(Path(args.root).resolve(), args.modules, max(1, args.runs), args.workers,
+                              False if args.no_sandbox else None))
+    print(text)
+    return 1 if lost else 0
 
 
 @_guard
