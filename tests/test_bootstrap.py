@@ -1,10 +1,25 @@
-"""The first-run set-up never installs a CUDA PyTorch build on a machine without an NVIDIA GPU."""
+"""The first-run set-up (stdlib only): the right PyTorch build, at most one hand-over to .venv,
+a .venv that runs this folder's code, and --help without installing anything."""
+import hashlib
+import os
+import shutil
+import signal
 import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
 
 from autograder import bootstrap
 
+REPO = Path(__file__).resolve().parent.parent
+CPU_BUILD = ("2.13.0+cpu", None)
+CUDA_BUILD = ("2.5.1", "12.4")
+
 
 def fake_runner(results):
+    """A stand-in for ``bootstrap.run``: records each command, answers with ``results`` (then 0)."""
     calls = []
 
     def run(*args, check=True):
@@ -16,55 +31,282 @@ def fake_runner(results):
     return run, calls
 
 
+def torch_builds(monkeypatch, *builds):
+    """``torch_build()`` answers ``builds`` in turn (the last one from then on)."""
+    answers = list(builds)
+    monkeypatch.setattr(bootstrap, "torch_build", lambda: answers.pop(0) if len(answers) > 1 else answers[0])
+
+
+def no_gpu_linux(monkeypatch):
+    monkeypatch.setattr(bootstrap.sys, "platform", "linux")
+    monkeypatch.setattr(bootstrap, "has_nvidia_gpu", lambda: False)
+
+
+def installs_of_torch(calls):
+    return [c for c in calls if "install" in c and any(a.startswith("torch") for a in c)]
+
+
+def from_pypi(command):
+    """Whether a pip command may take torch from PyPI (the CUDA build on Linux)."""
+    return "--no-index" not in command and (
+        "--index-url" not in command or command[command.index("--index-url") + 1] != bootstrap.CPU_INDEX
+        or "--extra-index-url" in command)
+
+
+# ------------------------------------------------------------------ PyTorch: the right build
 def test_linux_without_gpu_prefers_a_local_cpu_wheel(monkeypatch):
-    run, calls = fake_runner([1, 0])  # torch absent, then the local wheel installs
+    run, calls = fake_runner([0])
     monkeypatch.setattr(bootstrap, "run", run)
-    monkeypatch.setattr(bootstrap.sys, "platform", "linux")
-    monkeypatch.setattr(bootstrap, "has_nvidia_gpu", lambda: False)
-    bootstrap.install_torch()
-    assert "--no-index" in calls[1] and len(calls) == 2
+    no_gpu_linux(monkeypatch)
+    torch_builds(monkeypatch, None, CPU_BUILD)
+    assert bootstrap.install_torch() == CPU_BUILD[0]
+    assert len(calls) == 1 and "--no-index" in calls[0] and "--no-deps" in calls[0]
 
 
-def test_linux_without_gpu_falls_back_to_the_cpu_index(monkeypatch):
-    run, calls = fake_runner([1, 1, 0])
+def test_linux_without_gpu_falls_back_to_the_cpu_index_only(monkeypatch):
+    run, calls = fake_runner([1, 0])
     monkeypatch.setattr(bootstrap, "run", run)
-    monkeypatch.setattr(bootstrap.sys, "platform", "linux")
-    monkeypatch.setattr(bootstrap, "has_nvidia_gpu", lambda: False)
-    bootstrap.install_torch()
-    assert bootstrap.CPU_INDEX in calls[2]
+    no_gpu_linux(monkeypatch)
+    torch_builds(monkeypatch, None, CPU_BUILD)
+    assert bootstrap.install_torch() == CPU_BUILD[0]
+    assert calls[1][calls[1].index("--index-url") + 1] == bootstrap.CPU_INDEX
+    assert "--extra-index-url" not in calls[1]  # pip would take PyPI's CUDA build whenever the CPU index fails
 
 
-def test_never_falls_back_to_the_default_build_without_gpu(monkeypatch):
-    run, calls = fake_runner([1, 1, 1])
+def test_a_cuda_build_from_the_cpu_sources_is_not_accepted(monkeypatch):
+    run, calls = fake_runner([0, 0, 0, 0])  # local install, uninstall, index install, uninstall
     monkeypatch.setattr(bootstrap, "run", run)
-    monkeypatch.setattr(bootstrap.sys, "platform", "linux")
-    monkeypatch.setattr(bootstrap, "has_nvidia_gpu", lambda: False)
-    try:
+    no_gpu_linux(monkeypatch)
+    torch_builds(monkeypatch, None, CUDA_BUILD)
+    with pytest.raises(SystemExit):
         bootstrap.install_torch()
-    except SystemExit as exc:
-        assert "CPU" in str(exc)
-    else:
-        raise AssertionError("install_torch should stop")
-    assert len(calls) == 3
+    assert [c for c in calls if "uninstall" in c]
+
+
+def test_a_cuda_build_already_there_is_replaced_without_gpu(monkeypatch):
+    run, calls = fake_runner([0, 0])
+    monkeypatch.setattr(bootstrap, "run", run)
+    no_gpu_linux(monkeypatch)
+    torch_builds(monkeypatch, CUDA_BUILD, CPU_BUILD)
+    assert bootstrap.install_torch() == CPU_BUILD[0]
+    assert "uninstall" in calls[0] and "--no-index" in calls[1]
+
+
+def test_unreachable_cpu_build_stops_with_the_command_to_run(monkeypatch, tmp_path, capsys):
+    """Local wheel and CPU index both fail: no command takes torch from PyPI, the course is not
+    installed (its `torch>=2.4` would fetch the CUDA build), and the learner reads what to run."""
+    venv = tmp_path / ".venv"
+    monkeypatch.setattr(bootstrap, "VENV", venv)
+    monkeypatch.setattr(bootstrap, "MARKER", venv / ".course-installed")
+    monkeypatch.setattr(bootstrap, "BIN", venv / "bin")
+    monkeypatch.setattr(bootstrap, "PYTHON", venv / "bin" / "python")
+    calls = []
+
+    def run(*args, check=True):
+        command = [str(a) for a in args]
+        calls.append(command)
+        code = 1 if installs_of_torch([command]) else 0  # the network to both torch sources is down
+        if check and code:
+            raise subprocess.CalledProcessError(code, args)
+        return code
+    monkeypatch.setattr(bootstrap, "run", run)
+    monkeypatch.setattr(bootstrap, "probe", lambda *args: None)  # no torch, no course package yet
+    no_gpu_linux(monkeypatch)
+    with pytest.raises(SystemExit) as stopped:
+        bootstrap.main(["setup"])
+    message = str(stopped.value.code)
+    assert isinstance(stopped.value.code, str)  # exit status 1
+    assert "CPU" in message and "PyTorch" in message and "설치" in message and "Could not reach" in message
+    assert f"pip install torch --index-url {bootstrap.CPU_INDEX}" in message
+    assert len(installs_of_torch(calls)) == 2
+    assert not [c for c in installs_of_torch(calls) if from_pypi(c)]
+    assert not [c for c in calls if "-e" in c]
+    assert not (venv / ".course-installed").exists()
+    assert "Traceback" not in capsys.readouterr().out
+
+
+def test_the_course_install_keeps_the_torch_just_installed(monkeypatch, tmp_path):
+    venv = tmp_path / ".venv"
+    monkeypatch.setattr(bootstrap, "VENV", venv)
+    monkeypatch.setattr(bootstrap, "MARKER", venv / ".course-installed")
+    monkeypatch.setattr(bootstrap, "BIN", venv / "bin")
+    monkeypatch.setattr(bootstrap, "PYTHON", venv / "bin" / "python")
+
+    def run(*args, check=True):
+        calls.append([str(a) for a in args])
+        if "venv" in calls[-1]:
+            venv.mkdir()
+        return 0
+    calls = []
+    monkeypatch.setattr(bootstrap, "run", run)
+    monkeypatch.setattr(bootstrap, "check_install", lambda: None)
+    no_gpu_linux(monkeypatch)
+    torch_builds(monkeypatch, None, CPU_BUILD)
+    assert bootstrap.main(["setup"]) == 0
+    course = next(c for c in calls if "-e" in c)
+    constraint = Path(course[course.index("-c") + 1])
+    assert constraint.read_text().split() == [f"torch=={CPU_BUILD[0]}"]
+    assert not [c for c in installs_of_torch(calls) if from_pypi(c)]
 
 
 def test_gpu_machines_and_macs_take_the_default_build(monkeypatch):
     for platform, gpu in (("linux", True), ("darwin", False)):
-        run, calls = fake_runner([1, 0])
+        run, calls = fake_runner([0])
         monkeypatch.setattr(bootstrap, "run", run)
         monkeypatch.setattr(bootstrap.sys, "platform", platform)
         monkeypatch.setattr(bootstrap, "has_nvidia_gpu", lambda: gpu)
-        bootstrap.install_torch()
-        assert calls[1][-1] == bootstrap.TORCH and "--index-url" not in calls[1]
+        torch_builds(monkeypatch, None, CUDA_BUILD)
+        assert bootstrap.install_torch() == CUDA_BUILD[0]
+        assert calls[0][-1] == bootstrap.TORCH and "--index-url" not in calls[0]
 
 
 def test_installed_torch_is_kept(monkeypatch):
-    run, calls = fake_runner([0])
+    run, calls = fake_runner([])
     monkeypatch.setattr(bootstrap, "run", run)
-    bootstrap.install_torch()
-    assert len(calls) == 1
+    no_gpu_linux(monkeypatch)
+    torch_builds(monkeypatch, CPU_BUILD)
+    assert bootstrap.install_torch() == CPU_BUILD[0] and calls == []
+
+
+def test_torch_probe_prints_nothing_and_reads_the_build_without_importing_torch(tmp_path, monkeypatch, capfd):
+    """Right after `pip install --no-deps` torch cannot import; its version.py still says which build it is."""
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("raise ImportError('dependencies missing')\n")
+    (site / "torch" / "version.py").write_text("from typing import Optional\n__version__ = '2.13.0+cpu'\n"
+                                               "cuda: Optional[str] = None\nhip: Optional[str] = None\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    monkeypatch.setattr(bootstrap, "PYTHON", tmp_path / "venv" / "bin" / "python")  # no torch of its own
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    assert bootstrap.torch_build() == ("2.13.0+cpu", None)
+    (site / "torch" / "version.py").write_text("__version__ = '2.5.1+cu124'\ncuda = '12.4'\n")
+    assert bootstrap.torch_build() == ("2.5.1+cu124", "12.4")
+    shutil.rmtree(site / "torch")
+    assert bootstrap.torch_build() is None
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
 
 
 def test_venv_env_puts_its_bin_first():
     env = bootstrap.venv_env()
     assert env["PATH"].split(bootstrap.os.pathsep)[0] == str(bootstrap.BIN)
+
+
+# ------------------------------------------------------------------ at most one hand-over to .venv
+def test_the_hand_over_is_marked(monkeypatch, tmp_path):
+    monkeypatch.setattr(bootstrap, "VENV", tmp_path / ".venv")
+    monkeypatch.setattr(bootstrap, "ensure_venv", lambda: None)
+    monkeypatch.delenv(bootstrap.HOP, raising=False)
+    seen = {}
+    monkeypatch.setattr(bootstrap.subprocess, "call", lambda cmd, cwd, env: seen.update(env=env) or 0)
+    assert bootstrap.main(["hardware"]) == 0
+    assert seen["env"][bootstrap.HOP] == str(bootstrap.ROOT)
+
+
+def test_a_second_hand_over_is_refused(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(bootstrap, "VENV", tmp_path / ".venv")  # this Python is not that .venv's
+    monkeypatch.setenv(bootstrap.HOP, "/elsewhere/course")
+    monkeypatch.setattr(bootstrap, "ensure_venv", lambda: pytest.fail("must not install"))
+    monkeypatch.setattr(bootstrap.subprocess, "call", lambda *a, **k: pytest.fail("must not restart"))
+    with pytest.raises(SystemExit) as stopped:
+        bootstrap.main(["hardware"])
+    message = str(stopped.value.code)
+    assert "다시 실행하지 않고 멈춥니다" in message and "Stopping instead of restarting" in message
+    assert "/elsewhere/course" in message and "pip install --no-deps -e /elsewhere/course" in message
+
+
+def test_arriving_in_the_venv_clears_the_mark(monkeypatch):
+    monkeypatch.setattr(bootstrap, "VENV", Path(sys.prefix))
+    monkeypatch.setenv(bootstrap.HOP, str(bootstrap.ROOT))
+    monkeypatch.setattr("autograder.cli.main", lambda argv: 0)
+    assert bootstrap.main(["hardware"]) == 0
+    assert bootstrap.HOP not in os.environ
+
+
+def copy_course(folder: Path) -> Path:
+    folder.mkdir()
+    shutil.copytree(REPO / "autograder", folder / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", folder)
+    return folder
+
+
+def fake_venv(course: Path, points_at: Path, log: Path) -> Path:
+    """A .venv of ``course`` (no pip, nothing installed) whose course package is ``points_at``'s, as after
+    copying a folder with its editable install; every Python started in it writes a line to ``log``."""
+    venv = course / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / ("Scripts" if os.name == "nt" else "bin") / ("python.exe" if os.name == "nt" else "python")
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    (Path(purelib) / "course.pth").write_text(f"{points_at}\n")
+    (Path(purelib) / "count_starts.pth").write_text(
+        f"import os, sys; open({str(log)!r}, 'a').write(f'{{os.getpid()}} {{sys.prefix}}' + chr(10))\n")
+    (venv / ".course-installed").write_text(hashlib.sha256((course / "pyproject.toml").read_bytes()).hexdigest())
+    return python
+
+
+def test_two_course_copies_whose_venvs_point_at_each_other_stop_with_one_message(tmp_path):
+    a, b = copy_course(tmp_path / "a"), copy_course(tmp_path / "b")
+    log = tmp_path / "starts.log"
+    python_a = fake_venv(a, b, log)
+    fake_venv(b, a, log)
+    log.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "COURSE_", "COV"))}
+    proc = subprocess.Popen([str(python_a), "-m", "autograder", "hardware"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"still restarting after 120 s; {len(set(log.read_text().splitlines()))} Pythons started:\n{out[-2000:]}")
+    starts = set(log.read_text().splitlines())  # one line per process (lib64 -> lib may read a .pth twice)
+    assert len(starts) <= 4, starts  # the first, the look at b's .venv, one repair attempt (no pip), a last look
+    assert proc.returncode != 0, out
+    assert out.count("[course]") <= 8 and "Traceback" not in out, out
+    a, b = a.resolve(), b.resolve()
+    assert f"다른 폴더({a})" in out and f"another folder ({a}" in out  # b's .venv points at a
+    assert f"pip install --disable-pip-version-check -q --no-deps -e {b}" in out, out
+    assert "고치지 못했습니다" in out and "Could not point" in out
+
+
+# ------------------------------------------------------------------ help with nothing installed
+def stdlib_python() -> list[str]:
+    """The base interpreter with only its standard library: no site-packages, no environment variables."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return [base, "-S", "-s", "-E", "-X", "utf8"]
+
+
+@pytest.mark.parametrize("argv,code", [
+    (["--help"], 0), (["-h"], 0), (["instructor", "--help"], 0), (["submit", "--help"], 0), (["hardware", "-h"], 0),
+    (["bogus"], 2), (["hardware", "--bogus"], 2), (["instructor"], 2), (["submit"], 2),
+])
+def test_help_and_usage_errors_need_no_install(tmp_path, argv, code):
+    course = copy_course(tmp_path / "course")
+    done = subprocess.run([*stdlib_python(), "-m", "autograder", *argv], cwd=course, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == code, done.stdout + done.stderr
+    assert not (course / ".venv").exists()
+    assert "Traceback" not in done.stderr, done.stderr
+    if argv == ["--help"]:
+        for command in ("start", "test", "hardware", "instructor", "submit"):
+            assert command in done.stdout
+    if code:
+        assert "usage:" in done.stderr and "명령 목록" in done.stdout and "list of commands" in done.stdout
+
+
+def test_the_help_path_leaves_no_placeholder_behind(monkeypatch, tmp_path):
+    monkeypatch.setattr(bootstrap, "VENV", tmp_path / ".venv")
+    before = set(sys.modules)
+    with pytest.raises(SystemExit) as done:
+        bootstrap.main(["--help"])
+    assert done.value.code == 0
+    assert not [m for m in set(sys.modules) - before if isinstance(sys.modules[m], bootstrap._Placeholder)]
+
+
+def test_bootstrap_imports_only_the_standard_library():
+    import ast
+    tree = ast.parse(Path(bootstrap.__file__).read_text(encoding="utf-8"))
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names

@@ -49,3 +49,11 @@ def test_ci_runs_the_readme_test_command():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     command = "python3 -m autograder test"
     assert command in readme and command in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_and_environment_yml_name_the_cpu_index_the_setup_uses():
+    """Where the set-up cannot reach the CPU build, the learner runs the command the README shows."""
+    from autograder import bootstrap
+    command = f"pip install torch --index-url {bootstrap.CPU_INDEX}"
+    assert command in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert command in (ROOT / "environment.yml").read_text(encoding="utf-8")

@@ -1,0 +1,102 @@
+"""The wheel built from pyproject.toml is complete: every data file ships, and an installed
+(not editable) copy grades one task of every module."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "autograder"
+
+# One task per module whose visible cases or scoring read a data file, with the reference that gets full marks.
+GRADE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import autograder
+    from autograder.answers import m01, m02, m03, m04, m05, m06
+    from autograder.checks import check, task
+    from autograder import plotting
+
+    assert Path(autograder.__file__).is_relative_to(sys.argv[1]), autograder.__file__  # the wheel's copy
+    assert plotting.FONT_FILE.is_file(), plotting.FONT_FILE
+    reference = {
+        "m01.memory": m01.finetune_plan,       # profiles.yaml
+        "m02.decode": m02.decode,              # m02_formats.yaml
+        "m03.intensity": m03.arithmetic_intensity,
+        "m04.breakdown": m04.memory_breakdown,  # m04_memory.yaml
+        "m05.superpod": m05.superpod,          # m05_superpod.yaml
+        "m06.smi_log": m06.summarize_smi_log,  # m06_nvidia_smi_log.csv
+    }
+    for task_id, fn in reference.items():
+        module = __import__(f"autograder.checks.{task_id.split('.')[0]}", fromlist=["TASKS"])
+        for name, t in module.TASKS.items():
+            assert t.visible(), f"{task_id.split('.')[0]}.{name}: no visible case"
+        assert check(task_id, fn, points=1) is None, task_id
+    print("graded", len(reference))
+""")
+
+
+def data_files() -> set[str]:
+    """Files under autograder/data and autograder/fonts, as paths inside the wheel."""
+    found = set()
+    for folder in ("data", "fonts"):
+        for path in (PACKAGE / folder).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                found.add(path.relative_to(REPO).as_posix())
+    return found
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """A wheel built from a copy of the repository (the build writes build/ and *.egg-info next to its source)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = tmp / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy(REPO / name, src)
+    shutil.copytree(PACKAGE, src / "autograder", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                           "--disable-pip-version-check", "-w", str(tmp / "dist"), str(src)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [built] = (tmp / "dist").glob("ai_hardware_course-*.whl")
+    yield built
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_every_data_file_is_in_the_wheel(wheel):
+    expected = data_files()
+    assert "autograder/data/m06_nvidia_smi_log.csv" in expected and "autograder/fonts/NanumGothic.ttf" in expected
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = sorted(expected - names)
+    assert not missing, f"not in the wheel (pyproject.toml [tool.setuptools.package-data]): {missing}"
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_every_module_of_the_package_is_in_the_wheel(wheel):
+    modules = {p.relative_to(REPO).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    missing = sorted(modules - set(zipfile.ZipFile(wheel).namelist()))
+    assert not missing, missing
+
+
+def test_the_installed_wheel_grades_every_module(wheel, tmp_path):
+    target = tmp_path / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                           "--disable-pip-version-check", "--target", str(target), str(wheel)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The wheel's copy comes first on sys.path; the editable install of this repository is only a fallback
+    # finder at the end of sys.meta_path. The working directory is neither the repository nor the install.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "PYTHONPATH"))}
+    env.update(PYTHONPATH=str(target), COURSE_LANG="en", COURSE_GRADING_SEED="1", MPLBACKEND="Agg",
+               COURSE_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", GRADE, str(target / "autograder")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "graded 6" in done.stdout
