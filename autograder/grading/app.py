@@ -92,12 +92,20 @@ def _release(args):
 
 @_guard
 def _collect(args):
-    from .collect import from_exchange, from_folder
+    from .collect import from_exchange, from_folder, refusal_log, summary
     if args.folder is None:
         from_exchange(_course(args), args.assignment)
         return
-    for item in from_folder(_course(args), args.assignment, args.folder):
-        print(f"{'✅' if item.problem is None else '❌'} {item.student:<20} {item.source}  {item.problem or ''}")
+    course = _course(args)
+    done = from_folder(course, args.assignment, args.folder)
+    for item in done:
+        mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
+        why = item.why.text() if item.why is not None else ""
+        print(f"{mark} {item.student:<20} {item.source}  {why}".rstrip())
+    print(summary(done).text())
+    if any(item.problem for item in done):
+        print(msg("grading.collect_refused_log", path=refusal_log(course, args.assignment)).text())
+        return 1
 
 
 @_guard

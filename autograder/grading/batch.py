@@ -1,12 +1,17 @@
 """Grade a class in parallel: N workers, each submission in its own scratch course, one gradebook writer."""
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import secrets
 import shutil
+import signal
+import sqlite3
 import sys
 import tempfile
+import time
+from datetime import datetime
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -18,7 +23,7 @@ from . import sandbox
 from .course import Course, GradingError, use_venv_tools
 from .generate import generate
 from .machine import graded_on
-from .merge import merge
+from .merge import merge, write_record
 from .scratch import template
 from .worker import Job, Limits, Outcome, grade
 
@@ -26,7 +31,10 @@ from .worker import Job, Limits, Outcome, grade
 def submissions(course: Course, assignment: str) -> list[str]:
     """Student ids with a submitted folder for ``assignment``."""
     folder = course.folder("submitted")
-    return sorted(p.parent.name for p in folder.glob(f"*/{assignment}") if p.is_dir()) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(p.parent.name for p in folder.glob(f"*/{assignment}")
+                  if p.is_dir() and not p.is_symlink() and not p.parent.is_symlink())
 
 
 def grade_class(course: Course, assignment: str, students: list[str] | None = None, workers: int | None = None,
@@ -44,10 +52,15 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     if not students:
         raise GradingError(msg("grading.nothing_submitted", assignment=assignment,
                                folder=course.folder("submitted")).text())
-    isolate = _isolation(isolate, out or sys.stdout)
+    out = out or sys.stdout
+    isolate = _isolation(isolate, out)
     _ensure_in_gradebook(course, assignment)
     workers = max(1, min(workers or os.cpu_count() or 1, len(students)))
-    scratch = Path(tempfile.mkdtemp(prefix="aihw-grade-"))
+    _remove_stale_scratch()
+    backup = backup_gradebook(course, out)
+    scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+    (scratch / OWNER).write_text(_owner(os.getpid()), encoding="utf-8")
+    outcomes = []
     try:
         template(course, assignment, scratch / "template.db")
         (scratch / "device.lock").touch()
@@ -55,14 +68,106 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
                 for s in students]
         with ThreadPoolExecutor(1) as detect, Gradebook(course.gradebook_url, course.course_id) as gb:
             hardware = detect.submit(graded_on)  # detection (imports torch) overlaps the first gradings
-            outcomes = []
             for outcome in progress(_run(jobs, workers), total=len(jobs), desc=msg("grading.progress").text("en"),
                                     leave=True):
-                merge(gb, course, outcome, {"graded_on": hardware.result(), "isolated": isolate})
+                _merge_one(gb, course, outcome, {"graded_on": hardware.result(), "isolated": isolate})
                 outcomes.append(outcome)
+    except KeyboardInterrupt:  # what was merged is complete per submission: kept
+        raise GradingError(msg("grading.interrupted", graded=len(outcomes), total=len(students)).text()) from None
+    except BaseException:
+        if backup is not None:
+            restore_gradebook(course, backup)
+            print(msg("grading.gradebook_restored", backup=backup).text(), file=out)
+        raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return sorted(outcomes, key=lambda o: o.student)
+
+
+def _merge_one(gb: Gradebook, course: Course, outcome: Outcome, context: dict) -> None:
+    """``merge``; if it fails, the submission gets the error (its grades rolled back) and the batch goes on."""
+    try:
+        merge(gb, course, outcome, context)
+    except Exception as exc:
+        gb.db.rollback()
+        outcome.error = msg("grading.merge_failed", detail=f"{type(exc).__name__}: {exc}".splitlines()[0][:200]).en
+        try:
+            write_record(course, outcome, context)
+        except Exception:
+            pass
+
+
+SCRATCH_PREFIX = "aihw-grade-"
+OWNER = "owner.pid"
+BACKUPS_KEPT = 5
+
+
+def backup_gradebook(course: Course, out) -> Path | None:
+    """Copy a SQLite gradebook (sqlite3's backup API) to ``.nbgrader/backups/gradebook-<time>.db``,
+    keeping the last few; other databases: one line saying backup is the database's job."""
+    url = course.gradebook_url
+    if not url.startswith("sqlite:///"):
+        print(msg("grading.backup_not_sqlite").text(), file=out)
+        return None
+    db = Path(url[len("sqlite:///"):])
+    if not db.exists():
+        return None
+    folder = course.private("backups")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"gradebook-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.db"
+    source, target = sqlite3.connect(db), sqlite3.connect(path)
+    try:
+        with target:
+            source.backup(target)
+    finally:
+        source.close()
+        target.close()
+    for old in sorted(folder.glob("gradebook-*.db"))[:-BACKUPS_KEPT]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def restore_gradebook(course: Course, backup: Path) -> None:
+    """Put ``backup`` back into the course's SQLite gradebook."""
+    db = Path(course.gradebook_url[len("sqlite:///"):])
+    source, target = sqlite3.connect(backup), sqlite3.connect(db)
+    try:
+        with target:
+            source.backup(target)
+    finally:
+        source.close()
+        target.close()
+
+
+def _owner(pid: int) -> str:
+    try:
+        import psutil
+        return f"{pid} {psutil.Process(pid).create_time()}"
+    except Exception:
+        return f"{pid} 0"
+
+
+def _remove_stale_scratch(max_age_s: float = 86400) -> None:
+    """Scratch folders of earlier runs that were killed: older than a day, or whose grader is gone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*"):
+        try:
+            info = os.lstat(folder)
+            if not os.path.isdir(folder) or os.path.islink(folder) or info.st_uid != os.getuid():
+                continue
+            owner = (folder / OWNER).read_text(encoding="utf-8").split() if (folder / OWNER).is_file() else []
+            gone = bool(owner) and _owner(int(owner[0])) != " ".join(owner)
+            if gone or time.time() - info.st_mtime > max_age_s:
+                shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue
+
+
+def _die_with_grader() -> None:
+    """Worker initializer (Linux): the worker is killed when its parent goes (``kill -9`` of the grader)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _run(jobs: list[Job], workers: int):
@@ -70,7 +175,8 @@ def _run(jobs: list[Job], workers: int):
     if workers == 1:
         yield from map(grade, jobs)
         return
-    with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_die_with_grader)
+    try:
         futures = {pool.submit(grade, job): job for job in jobs}
         for future in as_completed(futures):
             job = futures[future]
@@ -78,6 +184,8 @@ def _run(jobs: list[Job], workers: int):
                 yield future.result()
             except Exception as exc:  # the worker process itself died
                 yield Outcome(job.student, job.assignment, job.seed, error=f"worker failed: {type(exc).__name__}: {exc}")
+    finally:  # interrupted or failed: queued submissions are not started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _context():

@@ -25,7 +25,15 @@ def admit(path: Path) -> Message | None:
         version = raw.get("nbformat")
         if version not in (3, 4):
             path.unlink(missing_ok=True)
-            return msg("grading.bad_nbformat", name=path.name, version=version)
+            return msg("grading.bad_nbformat", name=path.name, version=str(version)[:20])
+        minor = raw.get("nbformat_minor", 0)
+        if version == 4 and (not isinstance(minor, int) or minor > nbformat.v4.nbformat_minor):
+            path.unlink(missing_ok=True)
+            return msg("grading.too_new_nbformat", name=path.name, version=version, minor=str(minor)[:20])
+        schema = _schema(raw)
+        if schema is not None:
+            path.unlink(missing_ok=True)
+            return msg("grading.bad_schema", name=path.name, version=schema)
         with warnings.catch_warnings():  # nbformat warns as it repairs duplicate cell ids
             warnings.simplefilter("ignore")
             nb = nbformat.reads(json.dumps(raw), as_version=4)
@@ -38,6 +46,20 @@ def admit(path: Path) -> Message | None:
     if fixed:
         nbformat.write(nb, str(path))
     return msg("grading.repaired", name=path.name, what=", ".join(sorted(fixed))) if fixed else None
+
+
+def _schema(raw: dict):
+    """The first nbgrader metadata schema version that is not nbgrader's (nbgrader stops on it), or None."""
+    from nbgrader.nbgraderformat import SCHEMA_VERSION
+    cells = raw.get("cells")
+    if cells is None:  # nbformat 3: cells in worksheets
+        cells = [c for w in raw.get("worksheets") or [] if isinstance(w, dict) for c in w.get("cells") or []]
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader") if isinstance(cell, dict) and isinstance(
+            cell.get("metadata"), dict) else None
+        if isinstance(meta, dict) and meta.get("schema_version", 0) != SCHEMA_VERSION:
+            return str(meta.get("schema_version", 0))[:20]
+    return None
 
 
 def _repair_ids(nb) -> set[str]:

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import json
-import shutil
 import warnings
 from datetime import datetime
 from pathlib import Path
 
 from nbgrader.api import Gradebook
 
+from ..i18n import msg
 from .course import Course
+from .scratch import UnsafeFile, fresh_folder, make_folder, read_regular, source_files, write_new
 from .worker import Outcome
 
 
@@ -32,16 +33,44 @@ def merge(gb: Gradebook, course: Course, outcome: Outcome, context: dict) -> Non
                 comment.auto_comment = outcome.comments.get(nb.name, {}).get(comment.name)
             nb.late_submission_penalty = outcome.late.get(nb.name)
         gb.db.commit()
-    dest = course.folder("autograded", s, a)
-    if dest.exists():
-        shutil.rmtree(dest)
-    if outcome.autograded and Path(outcome.autograded).is_dir():
-        shutil.copytree(outcome.autograded, dest)
-    record = course.private("records", a, f"{s}.json")
+    try:
+        copy_autograded(course, outcome)
+    except Exception as exc:  # this submission's problem, never the batch's
+        reason = exc.reason.en if isinstance(exc, UnsafeFile) else f"{type(exc).__name__}: {exc}".splitlines()[0]
+        reason = msg("grading.merge_failed", detail=reason).en
+        outcome.notes.append(reason) if outcome.error else setattr(outcome, "error", reason)
+    write_record(course, outcome, context)
+
+
+def write_record(course: Course, outcome: Outcome, context: dict) -> None:
+    """The grading record of ``outcome`` (its error, notes and ``context``), read by the export."""
+    record = course.private("records", outcome.assignment, f"{outcome.student}.json")
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"student": s, "assignment": a, "seed": outcome.seed, "error": outcome.error,
-                                  "notes": outcome.notes, "seconds": outcome.seconds, **context},
-                                 ensure_ascii=False, indent=1), encoding="utf-8")
+    write_new(record, json.dumps({"student": outcome.student, "assignment": outcome.assignment, "seed": outcome.seed,
+                                  "error": outcome.error, "notes": outcome.notes, "seconds": outcome.seconds,
+                                  **context}, ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def copy_autograded(course: Course, outcome: Outcome) -> None:
+    """``autograded/<student>/<assignment>/``: the assignment's graded notebooks (plain regular files the
+    grader wrote in the scratch course, read without following links) and the source's data files; nothing else."""
+    a, s = outcome.assignment, outcome.student
+    folder = course.folder("autograded")
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = fresh_folder(folder, s, a)
+    if not (outcome.autograded and Path(outcome.autograded).is_dir()):
+        return
+    scratch = Path(outcome.autograded)
+    for name in course.notebooks(a):
+        try:
+            data = read_regular(scratch, f"{name}.ipynb")
+        except FileNotFoundError:
+            continue
+        write_new(dest / f"{name}.ipynb", data)
+    source = course.folder("source", a)
+    for name in source_files(course, a):
+        parts = name.split("/")
+        write_new(make_folder(dest, *parts[:-1]) / parts[-1], (source / name).read_bytes())
 
 
 def load_record(course: Course, assignment: str, student: str) -> dict:

@@ -106,9 +106,13 @@ def _valid(payload, call: Call, seed: int, expected: str) -> bool:
 
 
 def _why(outputs: list) -> str:
-    """What the cell did instead of recording: its error's name, or nothing."""
-    for out in outputs:
-        if out.get("output_type") == "error":
+    """What the cell did instead of recording: its time limit if it was stopped there (the interrupt's
+    KeyboardInterrupt is only how), else its error's name, or nothing."""
+    errors = [out for out in outputs if out.get("output_type") == "error"]
+    for out in sorted(errors, key=lambda o: o.get("ename") != "CellTimeoutError"):
+        if out.get("ename") == "CellTimeoutError" and str(out.get("evalue") or "").strip():
+            return str(out["evalue"]).strip().splitlines()[0][:160]
+        else:
             text = f"{out.get('ename', 'error')}: {out.get('evalue', '')}".strip(": ").splitlines()
             return text[0][:160] if text else "error"
     return "-"

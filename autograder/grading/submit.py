@@ -2,7 +2,7 @@
 
 ``python -m autograder submit 01_devices --student kim01`` checks that every notebook of
 the exercise is there and readable, then writes ``submissions/kim01__01_devices.zip``
-(notebooks, the exercise's other files, and ``submission.json``), ready for
+(the notebooks and ``submission.json``), ready for
 ``instructor collect``.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from ..i18n import msg
-from .collect import MANIFEST, SKIP, STUDENT_ID
+from .collect import MANIFEST, STUDENT_ID
 from .course import Course
 
 
@@ -36,8 +36,7 @@ def submit(course: Course, assignment: str, student: str, out_dir: Path | None =
     expected = course.notebooks(assignment)
     for name in expected:
         _readable(work / f"{name}.ipynb")
-    files = sorted(p for p in work.rglob("*") if p.is_file() and not p.is_symlink()
-                   and not set(p.relative_to(work).parts) & set(SKIP))
+    files = [work / f"{name}.ipynb" for name in expected]  # what the instructor collects: the notebooks only
     stamp = datetime.now(timezone.utc).isoformat()
     manifest = {"student": student, "assignment": assignment, "course": course.course_id, "timestamp": stamp,
                 "files": {p.relative_to(work).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}}
@@ -51,7 +50,7 @@ def submit(course: Course, assignment: str, student: str, out_dir: Path | None =
 
 
 def _readable(path: Path) -> None:
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise SubmitError(msg("grading.submit_missing", path=path).text())
     try:
         nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)

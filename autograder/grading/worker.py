@@ -2,18 +2,21 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor
 from nbgrader.api import Gradebook
+from traitlets import Unicode
 from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput
 
 from ..i18n import msg
 from .course import Course, api
 from .intake import admit
-from .preprocessors import SandboxedExecute, SaveRescoredGrades
+from .preprocessors import SandboxedExecute, SaveRescoredGrades, note
 from .scratch import prepare
 
 
@@ -61,7 +64,8 @@ def grade(job: Job) -> Outcome:
     root = Path(job.scratch) / "students" / job.student
     notes = root.parent / f"{job.student}.notes.jsonl"  # outside the folder the kernel may write to
     try:
-        prepare(job.course, job.assignment, job.student, root, Path(job.scratch) / "template.db")
+        outcome.notes += [r.en for r in prepare(job.course, job.assignment, job.student, root,
+                                                Path(job.scratch) / "template.db")]
         submitted = root / "submitted" / job.student / job.assignment
         for name in job.course.notebooks(job.assignment):
             path = submitted / f"{name}.ipynb"
@@ -87,8 +91,8 @@ def _config(job: Job, root: Path, notes: Path):
     config = job.course.config()
     config.CourseDirectory.root = str(root)
     config.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
-    config.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                                SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
+    config.Autograde.autograde_preprocessors = [SandboxedExecute, Seal, IgnorePattern, ClearMetadataPreprocessor,
+                                                LimitOutput, SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
     run = config.SandboxedExecute
     run.isolate, run.seed, run.notes_file = job.isolate, job.seed, str(notes)
     run.memory_limit, run.notebook_timeout = job.limits.memory_bytes, job.limits.notebook_s
@@ -96,8 +100,55 @@ def _config(job: Job, root: Path, notes: Path):
     run.private_paths = [str(job.course.root), job.scratch, str(config.Exchange.get("root", "/srv/nbgrader/exchange"))]
     if job.limits.cell_s:
         run.timeout = job.limits.cell_s
+    limit = job.limits.cell_s or config.Execute.get("timeout") or SandboxedExecute.timeout.default_value
+    timed_out = msg("grading.cell_time_limit", limit=limit)  # what a cell stopped at its time limit shows
+    run.error_on_timeout = {"ename": TIMEOUT, "evalue": timed_out.en, "traceback": [timed_out.text()]}
+    config.Seal.notes_file = str(notes)
     config.SaveRescoredGrades.seed, config.SaveRescoredGrades.notes_file = job.seed, str(notes)
     return config
+
+
+TIMEOUT = "CellTimeoutError"
+
+
+class Seal(Preprocessor):
+    """After the kernel: remove from the notebook's folder every entry that is not a plain regular file
+    (links, FIFOs, sockets, devices, hard links), so that nbgrader writes the graded notebook and
+    sets permissions only on files, never through a link the submission made; and note each cell
+    stopped at its time limit (a later cell's error is only a consequence)."""
+
+    notes_file = Unicode("", help="JSON lines of what happened, for the export.").tag(config=True)
+
+    def __call__(self, nb, resources):  # always on (nbconvert's preprocessors are off by default)
+        return self.preprocess(nb, resources)
+
+    def preprocess(self, nb, resources):
+        folder = (resources or {}).get("metadata", {}).get("path")
+        if folder:
+            seal(Path(folder))
+        notebook = (resources or {}).get("nbgrader", {}).get("notebook", "")
+        for index, cell in enumerate(nb.cells):
+            for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+                if out.get("output_type") == "error" and out.get("ename") == TIMEOUT:
+                    note(self.notes_file, notebook, msg("grading.cell_timed_out", cell=index, why=out.get("evalue")).en)
+                    break
+        return nb, resources
+
+
+def seal(folder: Path) -> None:
+    for parent, dirs, files in os.walk(folder, topdown=True, followlinks=False):
+        for name in dirs + files:
+            path = os.path.join(parent, name)
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                os.unlink(path)
+        dirs[:] = [d for d in dirs if os.path.isdir(os.path.join(parent, d))
+                   and not os.path.islink(os.path.join(parent, d))]
 
 
 def _read_gradebook(outcome: Outcome, db: Path) -> None:
