@@ -230,3 +230,36 @@ def _num(x: float) -> str:
     if abs(x) >= 100:
         return f"{x:,.0f}"
     return f"{x:.3g}"
+
+
+def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_seconds, unit: str,
+                 weight: float = 2.0, faster_above: bool = True) -> tuple[bool, list[Part]]:
+    """Score a measurement task's rounds against the reference measured in turns with them.
+
+    ``mine(round)`` and ``theirs(reference)`` pick the figures to compare; the median of
+    their per-round ratios must lie in ``side_by_side[kind]`` of expectations.yaml.
+    Returns ``(measured, parts)``: ``measured`` is False when no round was observed or a
+    round ended sooner than its result claims (``claimed_seconds``); ``parts`` then say
+    only that, and the task is worth nothing. ``faster_above``: a ratio above the band
+    means too fast (throughputs) rather than too slow (times).
+    """
+    from .checks import referee
+    why = referee.unmeasured(answer, claimed_seconds)
+    if why:
+        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
+        return False, [Part(False, _compose(key, what=what, why=why), weight)]
+    error = referee.reference_error(answer)
+    if error:
+        return True, [Part(True, _compose("measure.reference_failed", what=what, error=error), 0.0)]
+    found = referee.median_ratio(answer, mine, theirs)
+    if found is None:
+        return True, [Part(False, _compose("measure.band", what=what, lo="?", hi="?", unit=unit, reason="", found="?")
+                           + msg("measure.not_a_number", found="-"), weight)]
+    ratio, value, ref = found
+    rule = rules()["side_by_side"][kind]
+    lo, hi = rule["lo"], rule["hi"]
+    text = _compose("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo=_num(lo * ref),
+                    hi=_num(hi * ref), reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
+    if not lo <= ratio <= hi:
+        text = text + msg("measure.above" if (ratio > hi) == faster_above else "measure.below")
+    return True, [Part(lo <= ratio <= hi, text, weight)]

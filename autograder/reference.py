@@ -519,6 +519,15 @@ def _accelerator(name: str):
     return None
 
 
+def spec_profile(device: Any = None):
+    """The spec-sheet profile of a known accelerator behind ``device``; None for CPUs and unknown devices."""
+    from .hardware import best_device
+    from .profiles import match
+    name = device_name(device) if device is not None else best_device()
+    acc = _accelerator(name)
+    return match(acc.name) if acc is not None else None
+
+
 def profile_for(device: Any = None, refresh: bool = False):
     """The profile expectations for ``device`` are based on (None: the best device here).
 
@@ -526,8 +535,5 @@ def profile_for(device: Any = None, refresh: bool = False):
     CPU, gets this machine's measured profile (``refresh=True`` measures it again).
     """
     from .hardware import best_device
-    from .profiles import match
     name = device_name(device) if device is not None else best_device()
-    acc = _accelerator(name)
-    spec = match(acc.name) if acc is not None else None
-    return spec or measured_profile(name, refresh=refresh)
+    return spec_profile(name) or measured_profile(name, refresh=refresh)

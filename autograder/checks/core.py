@@ -17,7 +17,6 @@ import json
 import os
 import random
 import sys
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -52,7 +51,9 @@ class Task:
     score: Callable[[Any, Any], "Part | list[Part]"]
     visible: Callable[[], list] = field(default=lambda: [None])
     hidden: Callable[[random.Random], list] = field(default=lambda rng: [])
-    measurement: bool = False  # times the device: the grader runs one such task at a time per device
+    measurement: bool = False  # times the device: graded side by side with a reference (see referee.py)
+    reference: Callable[[Any, Any], Any] | None = None  # measurement: (case, round's answer) -> reference data
+    rounds: int = 1  # measurement: learner and reference take turns this many times per case
 
 
 def canonical(value: Any) -> Any:
@@ -73,23 +74,51 @@ def cases_for(task: Task, hidden: bool, seed: int) -> list:
     return canonical(cases)
 
 
-def collect(task: Task, learner: Any, cases: list) -> list[dict]:
-    """Run the learner's code on every case; never raises."""
+def collect(task: Task, learner: Any, cases: list, task_id: str = "") -> list[dict]:
+    """Run the learner's code on every case; never raises.
+
+    A measurement task runs each case ``task.rounds`` times, taking turns with the
+    referee's reference measurement; its answer is ``{"rounds": [...], "observed": ...}``.
+    """
+    if task.measurement:
+        return _collect_rounds(task, learner, cases, task_id)
     records = []
     for case in cases:
-        record = {"case": case, "answer": None, "error": None}
-        try:
-            record["answer"] = canonical(task.answer(learner, case))
-        except NotImplementedError:
-            record["error"] = "NotImplementedError"
-        except (TypeError, ValueError) as exc:
-            if "JSON serializable" in str(exc) or "Out of range float" in str(exc):
-                record["error"] = f"not serializable: {exc}"
-            else:
-                record["error"] = f"{type(exc).__name__}: {exc}"
-        except Exception as exc:  # the learner's code may raise anything
-            record["error"] = f"{type(exc).__name__}: {exc}"
-        records.append(record)
+        answer, error = _attempt(task, learner, case)
+        records.append({"case": case, "answer": answer, "error": error})
+    return records
+
+
+def _attempt(task: Task, learner: Any, case: Any) -> tuple[Any, str | None]:
+    """(answer as JSON data, None) or (None, why it failed)."""
+    try:
+        return canonical(task.answer(learner, case)), None
+    except NotImplementedError:
+        return None, "NotImplementedError"
+    except (TypeError, ValueError) as exc:
+        if "JSON serializable" in str(exc) or "Out of range float" in str(exc):
+            return None, f"not serializable: {exc}"
+        return None, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # the learner's code may raise anything
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _collect_rounds(task: Task, learner: Any, cases: list, task_id: str) -> list[dict]:
+    from . import referee
+    judge = referee.for_task(task)
+    records = []
+    with judge.session(task_id):
+        for i, case in enumerate(cases):
+            learner_rounds, error = [], None
+            for r in range(task.rounds):
+                judge.start(i, r)
+                answer, error = _attempt(task, learner, case)
+                judge.finish(i, r, case, answer)
+                if error:
+                    break
+                learner_rounds.append(answer)
+            answer = None if error else {"rounds": learner_rounds, "observed": judge.observed(i)}
+            records.append({"case": case, "answer": answer, "error": error})
     return records
 
 
@@ -155,15 +184,6 @@ def _short(case: Any, limit: int = 120) -> str:
 def recording() -> bool:
     """True when the grading pipeline asked checks to record their answers."""
     return os.environ.get("COURSE_RECORD_ANSWERS") == "1"
-
-
-def device_lock(task: Task):
-    """Hold the grader's device lock (``COURSE_DEVICE_LOCK``) while a measurement task runs."""
-    path = os.environ.get("COURSE_DEVICE_LOCK")
-    if not (task.measurement and path):
-        return nullcontext()
-    from filelock import FileLock
-    return FileLock(path)
 
 
 def emit(task_id: str, points: float, hidden: bool, seed: int, records: list[dict]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from ..i18n import Message, msg
+from . import referee
 from .core import Part, Task
 
 
@@ -31,10 +32,14 @@ def _score_stats(case, answer) -> list[Part]:
 
 
 def _score_count(case, answer) -> Part:
+    """A measurement task without timing: every round must count right, and the grader must have seen it."""
     from ..answers import m00
     expected = m00.count_positive(case)
-    return Part(answer == expected and isinstance(answer, int), msg("check.expected_found", what=f"count_positive({case})",
-                                                                     expected=expected, found=answer))
+    found = referee.rounds(answer)
+    seen = len(referee.observed(answer).get("walls") or []) >= len(found) > 0
+    ok = seen and all(r == expected and isinstance(r, int) for r in found)
+    return Part(ok, msg("check.expected_found", what=f"count_positive({case})", expected=expected,
+                        found=found[0] if found and seen else None))
 
 
 def _lists(rng, n: int) -> list[list[float]]:
@@ -62,6 +67,7 @@ TASKS = {
         score=_score_count,
         visible=lambda: [[1, -1, 2]],
         hidden=lambda rng: _lists(rng, 3),
-        measurement=True,  # no timing here: marks the task so the tests exercise the device lock
+        measurement=True,  # no timing here: the tests exercise the referee and the device lock with it
+        rounds=2,
     ),
 }

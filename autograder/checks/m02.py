@@ -5,6 +5,7 @@ import math
 import random
 
 from ..i18n import Message, msg
+from . import referee
 from .core import Part, Task
 
 SPEC_KEYS = ("cuda_cores", "vector_fp32_tflops", "flops_per_tc_per_cycle", "tensor_tflops_at_clock",
@@ -331,35 +332,50 @@ def _measure_answer(fn, case):
     return {**result, "device": case["device"], "dtype": case["dtype"]}
 
 
+MEASURE_SIZES = (16, 16384)  # the reference times the learner's n, kept within these bounds
+
+
+def _measure_reference(case: dict, answer: dict) -> dict:
+    """The course's matmul at the learner's size, in the case's dtype, on the case's device."""
+    from ..reference import matmul_tflops
+    n = answer.get("n") if isinstance(answer, dict) else None
+    n = int(min(max(n, MEASURE_SIZES[0]), MEASURE_SIZES[1])) if isinstance(n, (int, float)) and math.isfinite(n) else 1024
+    return {"tflops": matmul_tflops(case["dtype"], case["device"], budget_s=1.0, sizes=[n])["tflops"], "n": n}
+
+
 def _measure_score(case: dict, answer: dict) -> list[Part]:
-    from ..expectations import expect
-    n, seconds, tflops = answer.get("n"), answer.get("seconds"), answer.get("tflops")
-    if not all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in (n, seconds, tflops)):
-        return [Part(False, msg("m02.measure_invalid", found=f"n={n}, seconds={seconds}, tflops={tflops}"))]
-    implied = 2 * n**3 / seconds / 1e12
-    parts = [Part(math.isclose(tflops, implied, rel_tol=0.02),
-                  msg("m02.measure_inconsistent", n=int(n), seconds=f"{seconds:.4g}", implied=f"{implied:.4g}",
-                      found=f"{tflops:.4g}"))]
+    from ..expectations import side_by_side
+    rounds = referee.rounds(answer)
+    for r in rounds or [{}]:
+        n, seconds, tflops = r.get("n"), r.get("seconds"), r.get("tflops")
+        if not all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in (n, seconds, tflops)):
+            return [Part(False, msg("m02.measure_invalid", found=f"n={n}, seconds={seconds}, tflops={tflops}"))]
+    parts = []
+    for r in rounds:
+        implied = 2 * r["n"]**3 / r["seconds"] / 1e12
+        if not math.isclose(r["tflops"], implied, rel_tol=0.02):
+            parts.append(Part(False, msg("m02.measure_inconsistent", n=int(r["n"]), seconds=f"{r['seconds']:.4g}",
+                                         implied=f"{implied:.4g}", found=f"{r['tflops']:.4g}")))
+            break
+    else:
+        parts.append(Part(True, msg("m02.measure_inconsistent", n="", seconds="", implied="", found="")))
+    what = Message(f"{case['dtype']} matmul ({case['device']})", f"{case['dtype']} matmul ({case['device']})")
+    measured, compared = side_by_side("matmul", answer, what, lambda r: r["tflops"], lambda ref: ref["tflops"],
+                                      lambda r: r["seconds"], "TFLOP/s")
+    if not measured:
+        return compared
     peak = _spec_peak(case)
     if peak:
-        parts.append(Part(tflops <= 1.05 * peak, msg("m02.measure_above_peak", found=f"{tflops:.4g}",
-                                                     peak=f"{peak:.4g}")))
-    try:
-        band = expect("matmul", device=case["device"], dtype=case["dtype"])
-    except ValueError as exc:  # no figure for this dtype here: nothing to compare with
-        return [*parts, Part(True, msg("m02.measure_no_band", reason=str(exc)), weight=0.0)]
-    what = Message(f"{case['dtype']} matmul ({case['device']})", f"{case['dtype']} matmul ({case['device']})")
-    return [*parts, band.part(tflops, what, weight=2.0)]
+        top = max(r["tflops"] for r in rounds)
+        parts.append(Part(top <= 1.05 * peak, msg("m02.measure_above_peak", found=f"{top:.4g}", peak=f"{peak:.4g}")))
+    return parts + compared
 
 
 def _spec_peak(case: dict) -> float | None:
     """The dense spec peak of the device's dtype, if the device has a spec profile."""
-    from ..reference import profile_for
-    try:
-        profile = profile_for(case["device"])
-    except Exception:  # no profile: the expectation band is all there is
-        return None
-    return None if profile is None or profile.measured else profile.peak(case["dtype"])
+    from ..reference import canonical_dtype, spec_profile
+    profile = spec_profile(case["device"])
+    return profile.peak(canonical_dtype(case["dtype"])) if profile is not None else None
 
 
 # ---------------------------------------------------------------- 7. 2:4 mask
@@ -417,7 +433,8 @@ TASKS = {
     "matmul_error": Task(title=msg("m02.title_error"), answer=_error_answer, score=_error_score,
                          visible=_error_visible, hidden=_error_hidden),
     "measure": Task(title=msg("m02.title_measure"), answer=_measure_answer, score=_measure_score,
-                    visible=_measure_visible, hidden=_measure_hidden, measurement=True),
+                    visible=_measure_visible, hidden=_measure_hidden, measurement=True,
+                    reference=_measure_reference, rounds=3),
     "mask_2_4": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
                      visible=_mask_visible, hidden=_mask_hidden),
 }

@@ -2,15 +2,17 @@
 
 Tasks 1-4 are exact arithmetic on shapes, profiles and models (hidden cases: random
 shapes, profiles the learner did not see, synthetic devices). Task 5 measures copy
-bandwidth and is graded against the expectations for the grading hardware, never
-above 1.05 x the spec. Task 6 is a working-set sweep graded leniently on its shape
-and on where its knee sits relative to the detected last-level cache. Task 7 returns
+bandwidth, graded side by side with the course's copy of the same bytes (see
+``referee.py``), never above 1.05 x the spec. Task 6 is a working-set sweep, graded
+side by side with the reference sweep, on its shape and on where its knee sits
+relative to the detected last-level cache. Task 7 returns
 a matplotlib Figure; ``answer`` reads plain data out of it (axis scales, line
 vertices, marker positions) so the figure is graded like any other answer.
 """
 from __future__ import annotations
 
 import math
+import statistics
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import yaml
 
 from ..i18n import Message, msg
+from . import referee
 from .core import Part, Task
 
 REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
@@ -325,36 +328,45 @@ def _copy_hidden(rng) -> list:
     return [{"factor": rng.choice([6, 8])}]
 
 
+def _copy_bytes(case, device: str) -> int:
+    llc = last_level_cache(device) or COPY_FLOOR
+    return int(min(max(case["factor"] * llc, COPY_FLOOR), COPY_CEILING)) // 4096 * 4096
+
+
 def _copy_answer(fn, case) -> dict:
     device = _device()
-    llc = last_level_cache(device) or COPY_FLOOR
-    nbytes = int(min(max(case["factor"] * llc, COPY_FLOOR), COPY_CEILING)) // 4096 * 4096
+    nbytes = _copy_bytes(case, device)
     return {"device": device, "nbytes": nbytes, "gbs": _number(fn(nbytes, device))}
+
+
+def _copy_reference(case, answer) -> dict:
+    """The course's copy of the same bytes on the same device (sizes from the case, never from the answer)."""
+    from ..reference import bandwidth_gbs
+    device = _device()
+    return {"gbs": bandwidth_gbs("copy", device, _copy_bytes(case, device), budget_s=1.0)["gbs"]}
 
 
 def _spec_bandwidth(device: str) -> float | None:
     """The spec-sheet bandwidth of ``device`` (None for CPUs and unknown devices)."""
-    try:
-        from ..reference import profile_for
-        profile = profile_for(device)
-    except Exception:  # no profile: nothing to cap against
-        return None
-    return None if profile.measured or not profile.bandwidth_gbs else float(profile.bandwidth_gbs)
+    from ..reference import spec_profile
+    profile = spec_profile(device)
+    return float(profile.bandwidth_gbs) if profile is not None and profile.bandwidth_gbs else None
 
 
 def _copy_score(case, answer) -> list[Part]:
-    gbs, device = answer.get("gbs"), answer.get("device", "cpu")
-    if not _positive(gbs):
-        return [Part(False, _m("need_number", what="GB/s", found=gbs))]
-    what = _m("copy_what", device=device, nbytes=_size_text(answer.get("nbytes")))
-    parts = []
-    try:
-        from ..expectations import expect
-        parts.append(expect("bandwidth", device=device).part(gbs, what))
-    except Exception as exc:  # the band cannot be built: say so, grade the rest
-        parts.append(Part(False, _m("no_expectation", error=f"{type(exc).__name__}: {exc}")))
+    from ..expectations import side_by_side
+    rounds = referee.rounds(answer)
+    bad = next((r.get("gbs") for r in rounds if not _positive(r.get("gbs"))), None)
+    if not rounds or bad is not None:
+        return [Part(False, _m("need_number", what="GB/s", found=bad))]
+    device = _device()
+    nbytes = _copy_bytes(case, device)
+    what = _m("copy_what", device=device, nbytes=_size_text(nbytes))
+    measured, parts = side_by_side("bandwidth", answer, what, lambda r: r["gbs"], lambda ref: ref["gbs"],
+                                   lambda r: 2 * nbytes / (r["gbs"] * 1e9), "GB/s")
     spec = _spec_bandwidth(device)
-    if spec:
+    if measured and spec:
+        gbs = max(r["gbs"] for r in rounds)
         parts.append(Part(gbs <= SPEC_CAP * spec, _m("bandwidth_above_spec", found=gbs, spec=spec)))
     return parts
 
@@ -366,17 +378,26 @@ UNKNOWN_LLC_LARGE = 1 * 2**30
 
 
 def sweep_sizes(llc_bytes: int, start: int = 64 * 1024, beyond: float = 8.0, per_octave: int = 1) -> list[int]:
-    """Working-set sizes from ``start`` to ``beyond`` x the last-level cache, ``per_octave`` per doubling."""
+    """Working-set sizes from ``start`` up to the first at or past ``beyond`` x the last-level cache,
+    ``per_octave`` per doubling."""
     stop = beyond * llc_bytes
     sizes, k = [], 0
-    while True:
+    while not sizes or sizes[-1] < stop:
         size = int(start * 2 ** (k / per_octave)) // 4096 * 4096 or 4096
-        if size > stop:
-            break
         if not sizes or size > sizes[-1]:
             sizes.append(size)
         k += 1
     return sizes
+
+
+def cache_levels(device: str) -> list[int]:
+    """Sizes of the caches a working set on ``device`` meets where the bandwidth may fall (CPU: L2, L3)."""
+    llc = last_level_cache(device)
+    if device.split(":")[0] != "cpu":
+        return [llc] if llc else []
+    from ..hardware import detect
+    cpu = detect().cpu
+    return sorted({c for c in (cpu.l2_bytes, cpu.l3_bytes, llc) if c})
 
 
 def _sweep_visible() -> list:
@@ -387,13 +408,17 @@ def _sweep_hidden(rng) -> list:
     return [{"start_kib": rng.choice([48, 80, 96]), "beyond": rng.choice([6, 10]), "per_octave": 1}]
 
 
-def _sweep_answer(fn, case) -> dict:
+def _sweep_plan(case) -> tuple[str, int | None, list[int]]:
+    """(device, last-level cache bytes or None, working-set sizes) for a case, on this machine."""
     device = _device()
     llc = last_level_cache(device)
     if llc:
-        sizes = sweep_sizes(llc, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
-    else:  # unknown cache: 1 MiB .. 1 GiB
-        sizes = sweep_sizes(UNKNOWN_LLC_LARGE // 8, UNKNOWN_LLC_SMALL, 8, 1)
+        return device, llc, sweep_sizes(llc, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
+    return device, None, sweep_sizes(UNKNOWN_LLC_LARGE // 8, UNKNOWN_LLC_SMALL, 8, 1)  # unknown cache: 1 MiB .. 1 GiB
+
+
+def _sweep_answer(fn, case) -> dict:
+    device, llc, sizes = _sweep_plan(case)
     result = fn(list(sizes), device, SWEEP_BUDGET_S)
     try:
         values = [_number(v) for v in result]
@@ -402,33 +427,56 @@ def _sweep_answer(fn, case) -> dict:
     return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values}
 
 
+def _sweep_reference(case, answer) -> dict:
+    device, _, sizes = _sweep_plan(case)
+    return {"gbs": _answers().bandwidth_sweep(sizes, device, SWEEP_BUDGET_S)}
+
+
+def _geomean(values) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def _sweep_score(case, answer) -> list[Part]:
-    sizes, gbs, llc = answer["sizes"], answer["gbs"], answer.get("llc_bytes")
-    if not isinstance(gbs, list) or len(gbs) != len(sizes):
-        return [Part(False, _m("need_list", n=len(sizes), found=_show(gbs)[:200]))]
-    if not all(_positive(g) for g in gbs):
-        return [Part(False, _m("sweep_values", found=_show(gbs)[:200]))]
+    from ..expectations import side_by_side
+    device, llc, sizes = _sweep_plan(case)
+    rounds = referee.rounds(answer)
+    lists = [r.get("gbs") for r in rounds]
+    bad = next((g for g in lists if not isinstance(g, list) or len(g) != len(sizes)), None) if lists else "-"
+    if bad is not None:
+        return [Part(False, _m("need_list", n=len(sizes), found=_show(bad)[:200]))]
+    bad = next((g for g in lists if not all(_positive(v) for v in g)), None)
+    if bad is not None:
+        return [Part(False, _m("sweep_values", found=_show(bad)[:200]))]
+    what = _m("sweep_what", device=device, n=len(sizes))
+    measured, compared = side_by_side("sweep", answer, what, lambda r: _geomean(r["gbs"]),
+                                      lambda ref: _geomean(ref["gbs"]),
+                                      lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2)
+    if not measured:
+        return compared
+    gbs = [statistics.median(column) for column in zip(*lists)]  # each size: the median of the rounds
     a = _answers()
-    parts = [Part(True, _m("sweep_values", found=""), weight=1)]
+    parts = compared
     if not llc:
         fast = [g for s, g in zip(sizes, gbs) if s <= 4 * UNKNOWN_LLC_SMALL]
         slow = [g for s, g in zip(sizes, gbs) if s >= UNKNOWN_LLC_LARGE / 2]
         ok = bool(fast and slow) and a._median(fast) >= SPEED_RATIO * a._median(slow)
         parts.append(Part(ok, _m("sweep_not_faster", fast=a._median(fast) if fast else 0.0,
-                                 slow=a._median(slow) if slow else 0.0, ratio=SPEED_RATIO), weight=3))
-        parts.append(Part(False, _m("sweep_llc_unknown", device=answer.get("device")), weight=0))
+                                 slow=a._median(slow) if slow else 0.0, ratio=SPEED_RATIO), weight=2))
+        parts.append(Part(False, _m("sweep_llc_unknown", device=device), weight=0))
         return parts
     fast, slow = a.sweep_plateaus(sizes, gbs, llc)
     if fast is None or slow is None:
-        return parts + [Part(False, _m("sweep_no_plateau", llc=_size_text(llc)), weight=3)]
+        return parts + [Part(False, _m("sweep_no_plateau", llc=_size_text(llc)), weight=2)]
     parts.append(Part(fast >= SPEED_RATIO * slow,
-                      _m("sweep_not_faster", fast=fast, slow=slow, ratio=SPEED_RATIO), weight=2))
+                      _m("sweep_not_faster", fast=fast, slow=slow, ratio=SPEED_RATIO), weight=1))
     knee = a.sweep_knee(sizes, gbs, llc)
     if knee is None:
         parts.append(Part(False, _m("sweep_no_knee"), weight=1))
     else:
-        ok = llc / KNEE_FACTOR <= knee <= KNEE_FACTOR * llc
-        parts.append(Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=_size_text(llc)), weight=1))
+        levels = cache_levels(device) or [llc]
+        ok = any(c / KNEE_FACTOR <= knee <= KNEE_FACTOR * c for c in levels)
+        parts.append(Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=", ".join(map(_size_text, levels))),
+                          weight=1))
     return parts
 
 
@@ -530,10 +578,10 @@ TASKS = {
                    visible=_decode_visible, hidden=_decode_hidden),
     "capacity": Task(title=_m("title.capacity"), answer=_capacity_answer, score=_capacity_score,
                      visible=_capacity_visible, hidden=_capacity_hidden),
-    "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score,
-                 visible=_copy_visible, hidden=_copy_hidden),
-    "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score,
-                  visible=_sweep_visible, hidden=_sweep_hidden),
+    "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible,
+                 hidden=_copy_hidden, measurement=True, reference=_copy_reference, rounds=3),
+    "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
+                  hidden=_sweep_hidden, measurement=True, reference=_sweep_reference, rounds=3),
     "plot": Task(title=_m("title.plot"), answer=_plot_answer, score=_plot_score,
                  visible=_plot_visible, hidden=_plot_hidden),
 }

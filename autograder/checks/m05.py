@@ -10,10 +10,12 @@ spawn start method). The rank-side programs below (``ring_program``,
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from typing import Any
 
 from ..i18n import Message, msg
+from . import referee
 from .core import Part, Task
 
 RING_TIMEOUT_S = 45.0  # per gloo operation; only a deadlocked answer waits this long
@@ -446,29 +448,30 @@ def reference_busbw(dist, sizes, world_size, budget_s: float = 0.25) -> list[flo
     return out
 
 
-def busbw_program(learner, sizes: list, rounds: int = 2) -> dict:
-    """Rank side: gloo's own all_reduce and the learner's measurement, alternated.
-
-    Contention on shared cores only slows a run down, so the best of each side is
-    compared (reference, learner, reference, learner, reference).
-    """
+def busbw_program(learner, sizes: list, repeats: int = 2) -> dict:
+    """Rank side of one round: the learner's measurement, the best of ``repeats`` (contention only slows a run)."""
     import torch.distributed as dist
 
     world = dist.get_world_size()
-    reference = [reference_busbw(dist, sizes, world)]
     mine: list = []
-    for _ in range(rounds):
+    for _ in range(repeats):
         try:
             values = learner(dist, list(sizes), world)
         except Exception as exc:
-            return {"reference": [], "learner": f"{type(exc).__name__}: {exc}"[:300]}
-        if not isinstance(values, (list, tuple)):
-            return {"reference": [], "learner": repr(values)[:80]}
+            return {"learner": f"{type(exc).__name__}: {exc}"[:300]}
+        if not isinstance(values, (list, tuple)) or len(values) != len(sizes):
+            return {"learner": repr(values)[:80]}
         mine.append([float(v) for v in values])
-        reference.append(reference_busbw(dist, sizes, world))
-    if any(len(v) != len(sizes) for v in mine):
-        return {"reference": [], "learner": repr(mine[0])[:80]}
-    return {"reference": [max(col) for col in zip(*reference)], "learner": [max(col) for col in zip(*mine)]}
+    return {"learner": [max(col) for col in zip(*mine)]}
+
+
+def reference_program(sizes: list, repeats: int = 2) -> list[float]:
+    """Rank side of the reference: gloo's own all_reduce, the best of ``repeats``."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    runs = [reference_busbw(dist, sizes, world) for _ in range(repeats)]
+    return [max(col) for col in zip(*runs)]
 
 
 def _measure_visible() -> list:
@@ -496,19 +499,51 @@ def _measure_answer(learner, case) -> dict:
     return ranks[0]
 
 
-def _measure_score(case, answer) -> list[Part]:
+def _measure_reference(case, answer) -> dict | None:
+    """gloo's own all_reduce on as many ranks, started by the referee (real ranks only)."""
     if case["kind"] == "fake":
-        return _measure_fake_score(case, answer)
+        return None
+    from .. import m05_ranks
+    return {"busbw": m05_ranks.run("autograder.checks.m05:reference_program", [case["sizes"]],
+                                   [case["world_size"]], timeout_s=60)[0][0]}
+
+
+def _one_call_seconds(sizes: list, busbw: list, n: int) -> float:
+    """Seconds one all_reduce of each size takes at the reported bus bandwidths."""
+    return sum(s / (b * 1e9 * n / (2 * (n - 1))) for s, b in zip(sizes, busbw))
+
+
+def _measure_score(case, answer) -> list[Part]:
+    found = referee.rounds(answer)
+    if case["kind"] == "fake":
+        return _measure_fake_score(case, found[0] if found else {"values": None})
     from ..expectations import expect
 
-    mine, ref = answer["learner"], answer["reference"]
-    if not isinstance(mine, list) or len(mine) != len(case["sizes"]) or len(ref) != len(mine):
-        return [Part(False, _say("measure_not_list", n=len(case["sizes"]), found=str(mine)), weight=len(case["sizes"]))]
+    sizes, n = case["sizes"], case["world_size"]
+    bad = next((r.get("learner") for r in found if not isinstance(r.get("learner"), list)
+                or len(r["learner"]) != len(sizes) or not all(isinstance(v, (int, float)) and v > 0 for v in r["learner"])),
+               None) if found else "-"
+    if bad is not None:
+        return [Part(False, _say("measure_not_list", n=len(sizes), found=str(bad)), weight=len(sizes))]
+    why = referee.unmeasured(answer, lambda r: _one_call_seconds(sizes, r["learner"], n))
+    if why:
+        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
+        return [Part(False, msg(key, what=_say("title_measure"), why=why), weight=len(sizes))]
+    error = referee.reference_error(answer)
+    if error:
+        return [Part(True, msg("measure.reference_failed", what=_say("title_measure"), error=error), weight=0)]
+    references = referee.observed(answer)["reference"]
     parts = []
-    for size, value, reference in zip(case["sizes"], mine, ref):
+    for i, size in enumerate(sizes):
+        pairs = [(r["learner"][i] / ref["busbw"][i], r["learner"][i], ref["busbw"][i])
+                 for r, ref in zip(found, references) if isinstance(ref, dict) and ref.get("busbw")]
+        if not pairs:
+            parts.append(Part(False, msg("measure.not_observed", what=_say("title_measure"), why="no reference")))
+            continue
+        ratio, value, reference = (statistics.median(p[k] for p in pairs) for k in range(3))
         band = expect("allreduce_busbw", reference=reference)
-        what = _say("measure_what", size=size / 2 ** 20, n=case["world_size"], reference=f"{reference:.3g}")
-        parts.append(band.part(value, what))
+        what = _say("measure_what", size=size / 2 ** 20, n=n, reference=f"{reference:.3g}")
+        parts.append(band.part(ratio * reference, what))
     return parts
 
 
@@ -594,7 +629,8 @@ TASKS = {
     "ring": Task(title=_say("title_ring"), answer=_ring_answer, score=_ring_score,
                  visible=_ring_visible, hidden=_ring_hidden),
     "measure": Task(title=_say("title_measure"), answer=_measure_answer, score=_measure_score,
-                    visible=_measure_visible, hidden=_measure_hidden, measurement=True),
+                    visible=_measure_visible, hidden=_measure_hidden, measurement=True,
+                    reference=_measure_reference, rounds=2),
     "batch": Task(title=_say("title_batch"), answer=_batch_answer, score=_batch_score,
                   visible=_batch_visible, hidden=_batch_hidden),
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import Message, msg
+from . import referee
 from .core import Part, Task
 
 REL = 1e-6
@@ -34,6 +35,10 @@ def _close(expected: Any, found: Any, rel: float = REL) -> bool:
     if isinstance(found, bool) or not isinstance(found, (int, float)):
         return False
     return math.isclose(float(found), float(expected), rel_tol=rel, abs_tol=1e-12)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _show(value: Any) -> str:
@@ -547,8 +552,27 @@ def _mfu_hidden(rng) -> list:
 
 
 def _mfu_answer(learner, case) -> Any:
-    result = learner(case["device"], list(case["dims"]), case["batch"])
-    return {"result": result, "expected_peak": _peak_for(case["device"])}
+    return learner(case["device"], list(case["dims"]), case["batch"])
+
+
+def _mfu_reference(case, answer) -> dict:
+    """The course harness timing the same training step (bias-free Linear + ReLU layers, SGD)."""
+    import torch
+
+    from ..harness import time_fn
+    dims, device = case["dims"], case["device"]
+    layers = []
+    for a, b in zip(dims[:-1], dims[1:]):
+        layers += [torch.nn.Linear(a, b, bias=False), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1]).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x = torch.randn(case["batch"], dims[0], device=device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        model(x).square().mean().backward()
+        opt.step()
+    return {"seconds": time_fn(step, device=device, budget_s=1.0).median_s}
 
 
 def _peak_for(device: str) -> float:
@@ -556,20 +580,36 @@ def _peak_for(device: str) -> float:
     return profile_for(device).peak("fp32") or measured_profile(device).peak("fp32")
 
 
+MEASURED_PEAK_BAND = (0.4, 2.5)  # a CPU's peak is measured: the learner's and the grader's come from different runs
+
+
 def _mfu_score(case, answer) -> list[Part]:
     from ..answers.m06 import step_flops
-    from ..expectations import expect
+    from ..expectations import expect, side_by_side
+    from ..reference import spec_profile
     text = msg("m06.mfu_case", device=case["device"], dims=case["dims"], batch=case["batch"])
-    result = answer.get("result") if isinstance(answer, dict) else None
-    if not isinstance(result, dict) or any(k not in result for k in MFU_KEYS):
-        return [Part(False, _fill("m06.missing_key", text, key="/".join(k for k in MFU_KEYS if not isinstance(result, dict) or k not in result),
-                                  keys=", ".join(MFU_KEYS)), 4.0)]
+    found = referee.rounds(answer)
+    bad = next((r for r in found if not isinstance(r, dict) or any(k not in r for k in MFU_KEYS)), None)
+    if not found or bad is not None:
+        missing = "/".join(k for k in MFU_KEYS if not isinstance(bad, dict) or k not in bad)
+        return [Part(False, _fill("m06.missing_key", text, key=missing, keys=", ".join(MFU_KEYS)), 4.0)]
+    result = found[0]
+    if not all(_positive(r["seconds_per_step"]) for r in found):
+        return [Part(False, _fill("m06.mfu_formula", text, expected="seconds_per_step > 0",
+                                  found=_show(result["seconds_per_step"])), 4.0)]
+    measured, compared = side_by_side("step", answer, _fill("m06.mfu_what", text), lambda r: r["seconds_per_step"],
+                                      lambda ref: ref["seconds"], lambda r: r["seconds_per_step"], "s",
+                                      weight=1.0, faster_above=False)
+    if not measured:
+        return [Part(False, compared[0].message, 4.0)]
     flops = step_flops(case["dims"], case["batch"])
-    peak = answer.get("expected_peak") or _peak_for(case["device"])
+    peak = _peak_for(case["device"])
+    exact = spec_profile(case["device"]) is not None
+    peak_ok = _close(peak, result["peak_tflops"]) if exact else (
+        _positive(result["peak_tflops"]) and MEASURED_PEAK_BAND[0] * peak <= result["peak_tflops"] <= MEASURED_PEAK_BAND[1] * peak)
     parts = [Part(_close(flops, result["flops_per_step"]),
                   _fill("m06.mfu_flops", text, expected=_show(flops), found=_show(result["flops_per_step"]))),
-             Part(_close(peak, result["peak_tflops"]),
-                  _fill("m06.mfu_peak", text, expected=_show(peak), found=_show(result["peak_tflops"])))]
+             Part(bool(peak_ok), _fill("m06.mfu_peak", text, expected=_show(peak), found=_show(result["peak_tflops"])))]
     try:
         formula = result["flops_per_step"] / result["seconds_per_step"] / (result["peak_tflops"] * 1e12)
     except (TypeError, ZeroDivisionError):
@@ -578,7 +618,7 @@ def _mfu_score(case, answer) -> list[Part]:
                       _fill("m06.mfu_formula", text, expected=_show(formula), found=_show(result["mfu"]))))
     band = expect("mfu", device=case["device"])
     parts.append(band.part(result["mfu"], _fill("m06.mfu_what", text)))
-    return parts
+    return parts + compared
 
 
 # ---------------------------------------------------------------- the tasks
@@ -595,6 +635,6 @@ TASKS = {
                     visible=_smi_visible, hidden=_smi_hidden),
     "inventory": Task(title=msg("m06.title_inventory"), answer=_inventory_answer, score=_inventory_score,
                       visible=_inventory_visible, hidden=_inventory_hidden),
-    "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score,
-                visible=_mfu_visible, hidden=_mfu_hidden, measurement=True),
+    "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score, visible=_mfu_visible,
+                hidden=_mfu_hidden, measurement=True, reference=_mfu_reference, rounds=3),
 }

@@ -4,21 +4,67 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
+import time
 from pathlib import Path
 
+from filelock import FileLock
 from nbclient.exceptions import CellTimeoutError
 from nbformat import NotebookNode
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets import Bool, Float, Integer, List, Unicode
 
-from .. import reference
+from ..checks import task as find_task
 from ..checks.core import RECORD_MIME
+from ..checks.referee import SOCKET_ENV
 from ..i18n import msg
 from . import records, sandbox
 from .kernel import SandboxedKernelManager, kernel_env
+from .referee import RefereeServer
 from .watchdog import Watchdog
+
+
+OBSERVED = "aihw_observed"  # resources key: what the grader's referee saw, by grade cell
+MAX_DATA_BYTES = 256 * 2**20  # data files copied into the kernel's work folder, in all
+
+
+def private_copy(folder: Path, dest: Path) -> Path:
+    """``dest``: the regular files directly in ``folder`` (links and special files left out), at most
+    ``MAX_DATA_BYTES`` in all. The kernel works there, so nothing it creates or replaces reaches ``folder``."""
+    dest.mkdir()
+    left = MAX_DATA_BYTES
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if not entry.is_file(follow_symlinks=False) or entry.name.endswith(".ipynb"):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as src:
+            size = os.fstat(src.fileno()).st_size
+            if not stat.S_ISREG(os.fstat(src.fileno()).st_mode) or size > left:
+                continue
+            left -= size
+            with open(dest / entry.name, "wb") as out:
+                shutil.copyfileobj(src, out)
+    return dest
+
+
+def measures(cell) -> bool:
+    """Whether a graded cell's source calls a measurement check."""
+    if not cell.metadata.get("nbgrader", {}).get("grade"):
+        return False
+    return any(find_task(call.task).measurement for call in records.calls(cell.source) if _known(call.task))
+
+
+def _known(task_id: str) -> bool:
+    try:
+        find_task(task_id)
+        return True
+    except Exception:  # an unknown task earns nothing when rescored; it needs no device
+        return False
 
 
 class SandboxedExecute(Execute):
@@ -30,7 +76,8 @@ class SandboxedExecute(Execute):
 
     isolate = Bool(True, help="Run the kernel in bubblewrap (False: no isolation).").tag(config=True)
     private_paths = List(Unicode(), help="Folders the kernel must not see.").tag(config=True)
-    lock_file = Unicode("", help="Device lock shared by the workers (measurement tasks).").tag(config=True)
+    lock_file = Unicode("", help="Device lock shared by the workers, held by the grader around each measurement check."
+                        ).tag(config=True)
     seed = Integer(0, help="Seed of the hidden cases for this submission.").tag(config=True)
     memory_limit = Integer(4 * 2**30, help="Resident memory of the kernel's processes, bytes.").tag(config=True)
     notebook_timeout = Float(1800, help="Wall time of the whole notebook, seconds.").tag(config=True)
@@ -38,20 +85,27 @@ class SandboxedExecute(Execute):
     notes_file = Unicode("", help="JSON lines of what happened, for the export.").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
-        self._workdir = (resources or {}).get("metadata", {}).get("path") or os.getcwd()
-        self._notebook = (resources or {}).get("nbgrader", {}).get("notebook", "")
+        resources = resources if resources is not None else {}
+        self._notebook = resources.get("nbgrader", {}).get("notebook", "")
         self._current, self._sizes, self._cut = None, {}, set()
         self._run = Path(tempfile.mkdtemp(prefix="aihw-"))  # short: Unix socket paths are limited to ~100 bytes
+        folder = resources.setdefault("metadata", {}).get("path") or os.getcwd()
+        self._workdir = private_copy(Path(folder), self._run / "work")
+        resources["metadata"]["path"] = str(self._workdir)  # the kernel never works in a folder the grader writes
         stopped = None
         try:
             with Watchdog(lambda: self.km.pid if self.km is not None else None, self.memory_limit,
-                          self.notebook_timeout) as dog:
+                          self.notebook_timeout) as dog, \
+                    RefereeServer(self._run / "referee.sock", self.seed, self._running_cell) as judge:
+                self._dog = dog
                 try:
                     nb, resources = super().preprocess(nb, resources, km=km)
                 except CellTimeoutError:  # a cell ignored the interrupt after its time limit
                     stopped = "cell"
                 except Exception as exc:  # the kernel died or never started: keep what ran
                     stopped = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            resources["metadata"]["path"] = folder
+            resources[OBSERVED] = judge.observed()
         finally:
             shutil.rmtree(self._run, ignore_errors=True)
         if dog.reason or stopped:
@@ -65,23 +119,36 @@ class SandboxedExecute(Execute):
             self.kernel_name = self.nb.metadata.get("kernelspec", {}).get("name", "python3")
         home = self._run / "home"
         home.mkdir()
-        cache = home / "profiles"
-        if reference.cache_dir().is_dir():  # this machine's measured profiles: measure once, not per submission
-            shutil.copytree(reference.cache_dir(), cache)
         extra = {"COURSE_RECORD_ANSWERS": "1", "COURSE_GRADING_SEED": str(self.seed), "COURSE_NO_PROGRESS": "1",
-                 "COURSE_CACHE_DIR": str(cache)}
-        if self.lock_file:
-            extra["COURSE_DEVICE_LOCK"] = self.lock_file
-        writable = [Path(self._workdir), self._run] + ([Path(self.lock_file)] if self.lock_file else [])
-        prefix = (sandbox.command(sandbox.isolation([Path(p) for p in self.private_paths], writable))
-                  if self.isolate else [])
+                 "COURSE_CACHE_DIR": str(home / ".cache" / "ai-hardware-course"),
+                 SOCKET_ENV: str(self._run / "referee.sock")}
+        writable = [self._run]
+        prefix = sandbox.prefix(writable, self.memory_limit, [Path(p) for p in self.private_paths], self.isolate)
         self.km = SandboxedKernelManager(kernel_name=self.kernel_name, config=self.config, transport="ipc",
                                          ip=str(self._run / "kernel"), connection_file=str(self._run / "kernel.json"),
                                          prefix=prefix, env=kernel_env(str(home), extra))
         return self.km
 
+    def preprocess_cell(self, cell, resources, index):
+        """A cell whose trusted source runs a measurement check gets the device to itself: the grader takes
+        the device lock before the kernel starts the cell (the wait counts against no time limit)."""
+        if not (self.lock_file and measures(cell)):
+            return super().preprocess_cell(cell, resources, index)
+        began = time.monotonic()
+        with FileLock(self.lock_file):
+            self._dog.pause(time.monotonic() - began)
+            return super().preprocess_cell(cell, resources, index)
+
     def on_cell_execute(self, **kwargs):
         self._current = kwargs["cell_index"]
+
+    def _running_cell(self) -> tuple[str, str] | None:
+        """(grade id, source) of the cell running now, if it is a graded cell."""
+        if self._current is None:
+            return None
+        cell = self.nb.cells[self._current]
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        return (grade_id, cell.source) if grade_id and cell.metadata["nbgrader"].get("grade") else None
 
     def output(self, outs, msg_, display_id, cell_index):
         content = msg_.get("content", {})
@@ -141,7 +208,9 @@ class SaveRescoredGrades(SaveAutoGrades):
         self._seen.add(cell.metadata["nbgrader"]["grade_id"])
         if cell.cell_type != "code" or not records.calls(cell.source):
             return super()._add_score(cell, resources)
-        verdict = records.rescore(cell.source, cell.outputs, self.seed, float(cell.metadata["nbgrader"]["points"]))
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        verdict = records.rescore(cell.source, cell.outputs, self.seed, float(cell.metadata["nbgrader"]["points"]),
+                                  resources.get(OBSERVED, {}).get(grade_id, {}))
         grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
                                           self.assignment_id, self.student_id)
         grade.auto_score = verdict.earned

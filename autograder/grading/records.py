@@ -71,8 +71,12 @@ def _decode(payload):
         return None
 
 
-def rescore(source: str, outputs: list, seed: int, max_points: float) -> Verdict:
-    """The points a check cell earns from its recorded answers (its ``calls`` must not be empty)."""
+def rescore(source: str, outputs: list, seed: int, max_points: float, observed: dict | None = None) -> Verdict:
+    """The points a check cell earns from its recorded answers (its ``calls`` must not be empty).
+
+    ``observed``: what the grader's referee saw of this cell's measurement checks
+    ("task|case" -> walls and reference); it replaces whatever the kernel recorded.
+    """
     found = calls(source)
     records = payloads(outputs)
     total = sum(c.points for c in found) or 1.0
@@ -86,6 +90,8 @@ def rescore(source: str, outputs: list, seed: int, max_points: float) -> Verdict
             texts.append(reason.text())
             reasons.append(reason.en)
             continue
+        if task.measurement:
+            valid = [_with_observed(p, call.task, observed or {}) for p in valid]
         shares = [fraction(score_records(task, p["records"])) for p in valid]
         worst = valid[shares.index(min(shares))]
         earned += call.points / total * min(shares)
@@ -103,6 +109,17 @@ def _valid(payload, call: Call, seed: int, expected: str) -> bool:
                 and (record["error"] is None or isinstance(record["error"], str))):
             return False
     return _dump([r["case"] for r in payload["records"]]) == expected
+
+
+def _with_observed(payload: dict, task_id: str, observed: dict) -> dict:
+    """The payload with each case's ``observed`` taken from the grader, never from the kernel."""
+    out = []
+    for i, record in enumerate(payload["records"]):
+        answer = record["answer"]
+        if isinstance(answer, dict):
+            answer = {**answer, "observed": observed.get(f"{task_id}|{i}", {"walls": [], "reference": []})}
+        out.append({**record, "answer": answer})
+    return {**payload, "records": out}
 
 
 def _why(outputs: list) -> str:

@@ -1,0 +1,165 @@
+"""Measurement tasks are graded side by side: the learner's measurement and a reference, interleaved.
+
+A measurement task (``Task(measurement=True)``) runs its ``answer`` ``rounds`` times
+per case. Around each round the *referee* starts and stops its own clock (``walls``),
+and after it takes the reference measurement of the same thing on the same device
+(``task.reference(case, answer)``). Load on the machine then slows both sides
+alike, and the task is scored on the median of per-round ratios; a function that
+reports a time it did not spend has not measured (:func:`unmeasured`).
+
+In a learner's kernel the referee is local (:class:`LocalReferee`). While grading it
+is the grader: :class:`RemoteReferee` talks to it over the Unix socket named by
+``COURSE_REFEREE``. The grader then holds the device lock for the whole check,
+keeps its own clock and takes the reference outside the sandbox; none of its
+figures reach the kernel, and it scores the rounds with what it observed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import time
+from contextlib import contextmanager
+from typing import Any
+
+SOCKET_ENV = "COURSE_REFEREE"
+REPLY_TIMEOUT_S = 900.0  # a reference measurement on a busy machine may take a while
+
+
+class LocalReferee:
+    """The learner's own kernel: its clock and the reference run here."""
+
+    def __init__(self, task):
+        self.task, self.seen = task, {}
+
+    @contextmanager
+    def session(self, task_id: str):
+        yield self
+
+    def start(self, case_index: int, round_index: int) -> None:
+        self._began = time.perf_counter()
+
+    def finish(self, case_index: int, round_index: int, case: Any, answer: Any) -> None:
+        wall = time.perf_counter() - self._began
+        seen = self.seen.setdefault(case_index, {"walls": [], "reference": []})
+        seen["walls"].append(wall)
+        seen["reference"].append(take_reference(self.task, case, answer))
+
+    def observed(self, case_index: int) -> dict | None:
+        return self.seen.get(case_index, {"walls": [], "reference": []})
+
+
+class RemoteReferee:
+    """The grader, over its Unix socket: it keeps the clock and the reference figures to itself."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @contextmanager
+    def session(self, task_id: str):
+        self.task_id = task_id
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(REPLY_TIMEOUT_S)
+        self.sock.connect(self.path)
+        self.stream = self.sock.makefile("rw", encoding="utf-8")
+        try:
+            self._ask(op="begin")
+            yield self
+        finally:
+            try:
+                self._ask(op="end")
+            finally:
+                self.stream.close()
+                self.sock.close()
+
+    def start(self, case_index: int, round_index: int) -> None:
+        self._ask(op="start", case=case_index, round=round_index)
+
+    def finish(self, case_index: int, round_index: int, case: Any, answer: Any) -> None:
+        self._ask(op="finish", case=case_index, round=round_index, answer=answer)
+
+    def observed(self, case_index: int) -> None:
+        return None  # the grader fills this in from its own observations
+
+    def _ask(self, **request) -> dict:
+        self.stream.write(json.dumps({"task": self.task_id, **request}) + "\n")
+        self.stream.flush()
+        line = self.stream.readline()
+        return json.loads(line) if line else {"ok": False}
+
+
+def for_task(task):
+    """The referee of this kernel: the grader when it listens, else a local one."""
+    path = os.environ.get(SOCKET_ENV)
+    return RemoteReferee(path) if path else LocalReferee(task)
+
+
+def take_reference(task, case: Any, answer: Any) -> Any:
+    """``task.reference(case, answer)`` as plain data; ``None`` when the task has none or it failed."""
+    if task.reference is None or answer is None:
+        return None
+    try:
+        return json.loads(json.dumps(task.reference(case, answer), allow_nan=True))
+    except Exception as exc:  # a reference that cannot run here: say why in the verdict
+        return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+# ---------------------------------------------------------------- scoring helpers (pure)
+def rounds(answer: Any) -> list:
+    """The learner's answer of every round."""
+    return answer.get("rounds") or [] if isinstance(answer, dict) else []
+
+
+def observed(answer: Any) -> dict:
+    """What the referee saw: ``walls`` (seconds of each round) and ``reference`` (one per round)."""
+    seen = answer.get("observed") if isinstance(answer, dict) else None
+    return seen if isinstance(seen, dict) else {"walls": [], "reference": []}
+
+
+def unmeasured(answer: Any, claimed_seconds) -> str | None:
+    """Why the rounds were not measured while the referee watched, or None.
+
+    ``claimed_seconds(round_answer)``: the least time the round's result says was spent
+    (one operation at the reported speed). A round that ended sooner did not measure.
+    """
+    learner, seen = rounds(answer), observed(answer)
+    walls = seen.get("walls") or []
+    if not learner:
+        return "no rounds"
+    if len(walls) < len(learner):
+        return "not observed"
+    for mine, wall in zip(learner, walls):
+        try:
+            claimed = float(claimed_seconds(mine))
+        except (TypeError, ValueError, KeyError, ZeroDivisionError, AttributeError):
+            continue  # an answer of the wrong shape is the task's own part to judge
+        if claimed > 1.05 * float(wall) + 0.002:
+            return f"{claimed:.4g} s claimed, {float(wall):.4g} s spent"
+    return None
+
+
+def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None:
+    """(median of per-round ratios ``mine(round)/theirs(reference)``, median learner value, median reference).
+
+    None when no round has both numbers.
+    """
+    pairs = []
+    for learner, reference in zip(rounds(answer), observed(answer).get("reference") or []):
+        try:
+            a, b = float(mine(learner)), float(theirs(reference))
+        except (TypeError, ValueError, KeyError, AttributeError):
+            continue
+        if a > 0 and b > 0:
+            pairs.append((a / b, a, b))
+    if not pairs:
+        return None
+    return tuple(statistics.median(p[i] for p in pairs) for i in range(3))
+
+
+def reference_error(answer: Any) -> str | None:
+    """The reason a reference measurement failed, if one did."""
+    for ref in observed(answer).get("reference") or []:
+        if isinstance(ref, dict) and ref.get("error"):
+            return str(ref["error"])
+    return None

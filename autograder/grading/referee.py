@@ -1,0 +1,135 @@
+"""The grader's side of a measurement check (see :mod:`autograder.checks.referee`).
+
+One :class:`RefereeServer` serves one kernel over a Unix socket in the kernel's run
+folder. A measurement check in the cell that is running asks to begin; the server
+times every learner round with its own clock and takes the reference measurement
+between rounds, in this process, outside the sandbox. Its figures never go back
+to the kernel: :meth:`observed` (by grade cell) is what the rescoring uses.
+
+The server only serves the check calls written in the trusted source of the
+running cell, at most ``task.rounds`` rounds per case. (The device lock is held
+around the whole cell by ``SandboxedExecute``, before the kernel runs it.)
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..checks import task as find_task
+from ..checks.core import cases_for
+from ..checks.referee import take_reference
+from . import records
+
+MAX_LINE = 16 * 2**20  # one round's answer, as JSON
+
+
+class RefereeServer:
+    """``cell()`` -> (grade id, trusted source) of the running cell, or None."""
+
+    def __init__(self, path: Path, seed: int, cell: Callable[[], tuple[str, str] | None]):
+        self.path, self.seed, self.cell = Path(path), seed, cell
+        self.observations: dict[str, dict[str, dict]] = {}  # grade id -> "task|case" -> {walls, reference}
+
+    def __enter__(self) -> "RefereeServer":
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(str(self.path))
+        self.path.chmod(0o666)  # the kernel runs as another (mapped) user
+        self._sock.listen(1)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._thread.join(timeout=5)
+
+    # ------------------------------------------------------------ serving
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rw", encoding="utf-8") as stream:
+                session: dict = {}
+                try:
+                    while True:
+                        line = stream.readline(MAX_LINE)
+                        if not line:
+                            break
+                        reply = self._handle(session, line)
+                        stream.write(json.dumps(reply) + "\n")
+                        stream.flush()
+                except (OSError, ValueError):
+                    pass
+
+    def _handle(self, session: dict, line: str) -> dict:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            return {"ok": False}
+        if not isinstance(request, dict):
+            return {"ok": False}
+        op = request.get("op")
+        if op == "begin":
+            return self._begin(session, request.get("task"))
+        if op == "end":
+            session.clear()
+            return {"ok": True}
+        if not session or request.get("task") != session["task_id"]:
+            return {"ok": False}
+        case, rnd = request.get("case"), request.get("round")
+        if not (isinstance(case, int) and isinstance(rnd, int) and 0 <= case < len(session["cases"])
+                and 0 <= rnd < session["task"].rounds):
+            return {"ok": False}
+        seen = self.observations.setdefault(session["grade_id"], {}).setdefault(
+            f"{session['task_id']}|{case}", {"walls": {}, "reference": {}})
+        if op == "start":
+            session["started"] = (case, rnd, time.perf_counter())
+            return {"ok": True}
+        if op == "finish" and session.get("started", (None, None))[:2] == (case, rnd):
+            wall = time.perf_counter() - session.pop("started")[2]
+            seen["walls"][rnd] = wall
+            seen["reference"][rnd] = take_reference(session["task"], session["cases"][case], request.get("answer"))
+            return {"ok": True}
+        return {"ok": False}
+
+    def _begin(self, session: dict, task_id) -> dict:
+        running = self.cell()
+        if running is None or not isinstance(task_id, str):
+            return {"ok": False}
+        grade_id, source = running
+        call = next((c for c in records.calls(source) if c.task == task_id), None)
+        if call is None:
+            return {"ok": False}  # only the checks the trusted cell itself calls
+        task = find_task(task_id)
+        if not task.measurement:
+            return {"ok": False}
+        session.clear()
+        session.update(task_id=task_id, task=task, grade_id=grade_id, cases=cases_for(task, call.hidden, self.seed))
+        for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")]:
+            del self.observations[grade_id][key]  # a check run again starts afresh
+        return {"ok": True}
+
+    # ------------------------------------------------------------ for the rescoring
+    def observed(self) -> dict:
+        """Plain data: grade id -> "task|case" -> {"walls": [...], "reference": [...]} in round order."""
+        return {grade_id: {key: {"walls": _ordered(v["walls"]), "reference": _ordered(v["reference"])}
+                           for key, v in tasks.items()}
+                for grade_id, tasks in self.observations.items()}
+
+
+def _ordered(by_round: dict) -> list:
+    """Values of rounds 0, 1, ... up to the first missing one."""
+    out = []
+    while len(out) in by_round:
+        out.append(by_round[len(out)])
+    return out
