@@ -1,38 +1,122 @@
-"""The tampering and broken-submission corpus (tests/grading_corpus/cases.yaml), graded as one class in parallel."""
+"""The tampering and broken-submission corpus (tests/grading_corpus/cases.yaml), graded as one class in parallel.
+
+Cases marked ``isolation: true`` are attacks only the sandbox stops: where bubblewrap is not usable (or
+``COURSE_NO_SANDBOX=1``, as CI's second corpus run) they are not even built or run, and are reported as
+skipped. Run as root, one more test grades the corpus again as an unprivileged user (no cgroups there:
+the resource-limit path), in a subprocess.
+"""
+import os
+import pwd
+import secrets
+import shutil
 import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grading import export, sandbox
 from autograder.grading.batch import grade_class
+from autograder.grading.course import REPO
 from autograder.grading.worker import Limits
 from fixtures.grading_course import ASSIGNMENT, build, corpus, demo_course
 
 CASES = corpus()
 ISOLATED = sandbox.available()
+GRADED = {name: case for name, case in CASES.items() if ISOLATED or not case.get("isolation")}
+SECRET = "AIHW-OTHER-CHECKOUT-" + secrets.token_hex(8)  # in another checkout of the course; must leak nowhere
+USER = "aihw-grader"  # the unprivileged account of test_corpus_as_an_unprivileged_user
+AS_USER = "AIHW_CORPUS_AS_USER"  # set in that subprocess
+
+
+class HostSockets:
+    """A Unix socket in a world-accessible folder and an abstract one, both listening; records connections."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="aihw-host-"))
+        self.folder.chmod(0o755)
+        self.path, self.abstract = str(self.folder / "host.sock"), f"aihw-abstract-{secrets.token_hex(6)}"
+        self.servers, self.connections = [], []
+        for address in (self.path, "\0" + self.abstract):
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(address)
+            server.listen()
+            server.settimeout(0.2)
+            self.servers.append(server)
+        os.chmod(self.path, 0o777)
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._accept, args=(s,), daemon=True) for s in self.servers]
+        for thread in self._threads:
+            thread.start()
+
+    def _accept(self, server):
+        while not self._stop.is_set():
+            try:
+                self.connections.append(server.accept()[0])
+            except OSError:
+                pass
+
+    def close(self):
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        for server in self.servers:
+            server.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def other_checkout() -> Path:
+    """Another checkout of the course, readable by everyone, with a secret next to its solutions."""
+    folder = Path(tempfile.mkdtemp(prefix="aihw-other-checkout-"))
+    shutil.copytree(Path(__file__).parent / "fixtures" / "course" / "solutions", folder / "solutions")
+    (folder / "solutions" / "00_demo" / "secret.txt").write_text(SECRET)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+def _placed(case: dict, places: dict[str, str]) -> dict:
+    cells = {}
+    for grade_id, source in (case.get("cells") or {}).items():
+        for key, value in places.items():
+            source = source.replace(key, value)
+        cells[grade_id] = source
+    return {**case, "cells": cells} if "cells" in case else case
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Every case as one student; one parallel batch; the export rows by student."""
+    """Every case this machine can run as one student; one parallel batch; the export rows by student."""
     course = demo_course(tmp_path_factory.mktemp("corpus"))
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
-    for name, case in CASES.items():
-        build(course, name, case, port=server.getsockname()[1])
-    limits = Limits(cell_s=5, notebook_s=25, memory_bytes=1 * 2**30)
-    outcomes = grade_class(course, ASSIGNMENT, workers=2, limits=limits, isolate=ISOLATED)
-    server.close()
-    return course, outcomes, {row["student_id"]: row for row in export.rows(course, [ASSIGNMENT])}
+    host, other = HostSockets(), other_checkout()
+    places = {"{other}": str(other), "{socket}": host.path, "{abstract}": host.abstract}
+    try:
+        for name, case in GRADED.items():
+            build(course, name, _placed(case, places), port=server.getsockname()[1])
+        limits = Limits(cell_s=5, notebook_s=25, memory_bytes=1 * 2**30)
+        outcomes = grade_class(course, ASSIGNMENT, workers=2, limits=limits, isolate=ISOLATED)
+    finally:
+        server.close()
+        host.close()
+        shutil.rmtree(other, ignore_errors=True)
+    rows = {row["student_id"]: row for row in export.rows(course, [ASSIGNMENT])}
+    return course, outcomes, rows, host.connections
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_case_gets_its_score(graded, name):
     case = CASES[name]
-    if case.get("isolation") and not ISOLATED:
-        pytest.skip("bubblewrap is not usable here: isolation cases need it (apt-get install bubblewrap)")
+    if name not in GRADED:
+        pytest.skip("not run: only the sandbox stops this attack, and bubblewrap is not usable here "
+                    "(or COURSE_NO_SANDBOX is set); apt-get install bubblewrap")
     row = graded[2][name]
     assert row["score"] == pytest.approx(case["score"]), (case["about"], row)
     if "reason" in case:
@@ -41,11 +125,21 @@ def test_case_gets_its_score(graded, name):
 
 def test_nothing_is_lost(graded):
     """Every submission has exactly one row with a status, and the gradebook agrees with the outcomes."""
-    course, outcomes, rows = graded
-    assert sorted(rows) == sorted(CASES) == [o.student for o in outcomes]
+    course, outcomes, rows, _ = graded
+    assert sorted(rows) == sorted(GRADED) == [o.student for o in outcomes]
     assert all(row["status"] not in ("not graded", "missing") for row in rows.values())
     with Gradebook(course.gradebook_url, course.course_id) as gb:
-        assert {s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions} == set(CASES)
+        assert {s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions} == set(GRADED)
+
+
+def test_nothing_leaks_from_the_machine(graded):
+    """The other checkout's secret is in no output, record or note; no host socket was reached."""
+    course, outcomes, _, connections = graded
+    assert not connections
+    assert not any(SECRET in str(o.notes) + str(o.error) for o in outcomes)
+    for path in course.root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            assert SECRET.encode() not in path.read_bytes(), path
 
 
 @pytest.mark.skipif(not ISOLATED, reason="bubblewrap is not usable here (apt-get install bubblewrap)")
@@ -55,3 +149,60 @@ def test_submission_cannot_touch_the_course(graded):
     with Gradebook(course.gradebook_url, course.course_id) as gb:
         submissions = gb.find_assignment(ASSIGNMENT).submissions
         assert all(g.manual_score is None for s in submissions for nb in s.notebooks for g in nb.grades)
+
+
+def _blocked_ancestors(user: pwd.struct_passwd, paths: list[Path]) -> list[Path]:
+    """Folders on the way to ``paths`` that ``user`` cannot enter (e.g. /root holding pyenv's Python)."""
+    found = set()
+    for path in paths:
+        for folder in reversed(path.resolve().parents):
+            mode = folder.stat()
+            can = (mode.st_mode & stat.S_IXOTH or (mode.st_uid == user.pw_uid and mode.st_mode & stat.S_IXUSR)
+                   or (mode.st_gid == user.pw_gid and mode.st_mode & stat.S_IXGRP))
+            if not can:
+                found.add(folder)
+                break
+    return sorted(found)
+
+
+@pytest.mark.skipif(os.environ.get(AS_USER) == "1", reason="this is the unprivileged run")
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("runuser")
+                    or not shutil.which("useradd") or not ISOLATED,
+                    reason="needs root (to make an unprivileged user), runuser, useradd and bubblewrap")
+def test_corpus_as_an_unprivileged_user(tmp_path):
+    """The whole corpus, graded by an ordinary account: no cgroups, so resource limits and the watchdog."""
+    try:
+        user = pwd.getpwnam(USER)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER], check=True)
+        user = pwd.getpwnam(USER)
+    home = Path(tempfile.mkdtemp(prefix="aihw-grader-home-"))
+    os.chown(home, user.pw_uid, user.pw_gid)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), AS_USER: "1", "MPLBACKEND": "Agg",
+           "COURSE_NO_PROGRESS": "1", "COURSE_CACHE_DIR": str(home / "cache"), "PYTHONDONTWRITEBYTECODE": "1",
+           "LANG": os.environ.get("LANG", "C.UTF-8"), "TMPDIR": str(home)}
+    pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                  f"--rootdir={REPO}", "--basetemp", str(home / "pytest"), str(Path(__file__))]
+    run = ["runuser", "-u", USER, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], *pytest_cmd]
+    blocked = _blocked_ancestors(user, [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), REPO])
+    if blocked:
+        # The interpreter lives under a folder the user cannot enter (pyenv under /root): in a private mount
+        # namespace, that folder is replaced by an empty one holding only what Python needs, read-only.
+        script = ["set -e"]
+        for folder in blocked:
+            keep = sorted({str(p) for p in (Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve()
+                                            .parent.parent) if folder in p.parents})
+            for i, path in enumerate(keep):
+                script += [f"mkdir -p {home}/keep{i}", f"mount --rbind {path} {home}/keep{i}"]
+            script += [f"mount -t tmpfs -o mode=755 tmpfs {folder}"]
+            for i, path in enumerate(keep):
+                script += [f"mkdir -p {path}", f"mount --move {home}/keep{i} {path}",
+                           f"mount -o remount,bind,ro {path}"]
+        script += ['exec "$@"']
+        run = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script), "sh", *run]
+    try:
+        done = subprocess.run(run, cwd=str(REPO), capture_output=True, text=True, timeout=1200)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
+    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-3000:]

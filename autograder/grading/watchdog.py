@@ -1,4 +1,5 @@
-"""Memory and wall-time limits on a kernel and everything it started."""
+"""The second line of limits on a kernel and everything it started: polled, for what the kernel's own
+mechanisms (cgroups, resource limits; see ``sandbox``) do not stop by themselves or do not report."""
 from __future__ import annotations
 
 import threading
@@ -7,17 +8,25 @@ from typing import Callable
 
 import psutil
 
+from . import sandbox
+
 
 class Watchdog:
-    """Polls the process tree of ``pid()``; kills it all past ``memory_bytes`` (resident) or ``seconds``.
+    """Polls the process tree of ``pid()``; kills it all when it is past a limit, and says which in ``reason``.
 
-    ``reason`` is then ``"memory"`` or ``"time"``. Use as a context manager.
+    ``"memory"``: the kernel's memory cgroup killed a process or holds more than ``memory_bytes`` (anonymous
+    and tmpfs pages); without one, the tree's proportional resident memory plus the sandbox's /tmp and
+    /dev/shm past ``memory_bytes``. ``"processes"``: tasks (processes and threads) at the limit, or forks
+    refused by the pids cgroup. ``"disk"``: the writable folders past their size. ``"time"``: past ``seconds``.
+    The limits other than memory and time, the folders and the cgroups come from the kernel's registered
+    ``sandbox.Confinement``; a process without one is watched for memory and time only. Use as a context manager.
     """
 
     def __init__(self, pid: Callable[[], int | None], memory_bytes: int, seconds: float, interval: float = 0.2):
         self.pid, self.memory_bytes, self.seconds, self.interval = pid, memory_bytes, seconds, interval
         self.reason: str | None = None
         self.peak_bytes = 0
+        self._seen: dict[int, sandbox.Confinement] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -26,26 +35,51 @@ class Watchdog:
         self._thread.start()
         return self
 
+    def pause(self, seconds: float) -> None:
+        """Do not count ``seconds`` (spent waiting for the device, not running) against the time limit."""
+        self._start += seconds
+
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        for pid, confinement in self._seen.items():
+            counters = confinement.counters()  # after the kernel died: was it the memory group's OOM killer?
+            if self.reason is None and counters.get("oom_kills"):
+                self.reason = "memory"
+            confinement.release()
+            sandbox.forget(pid)
 
     def _run(self) -> None:
+        tick = 0
         while not self._stop.wait(self.interval):
-            tree = _tree(self.pid())
-            used = sum(_rss(p) for p in tree)
-            self.peak_bytes = max(self.peak_bytes, used)
-            if used > self.memory_bytes:
-                self.reason = "memory"
-            elif time.monotonic() - self._start > self.seconds:
-                self.reason = "time"
+            root = self.pid()
+            confinement = sandbox.confinement(root)
+            if confinement is not None:
+                self._seen[root] = confinement
+            tree = _tree(root)
+            self.reason = self._check(tree, confinement, disk=tick % 5 == 0)
+            tick += 1
             if self.reason:
-                for process in tree:
-                    try:
-                        process.kill()
-                    except psutil.Error:
-                        pass
+                sandbox.kill_tree([p.pid for p in tree])
                 return
+
+    def _check(self, tree: list[psutil.Process], confinement: sandbox.Confinement | None, disk: bool) -> str | None:
+        counters = confinement.counters() if confinement is not None else {}
+        if confinement is not None and (counters.get("pids_refused")
+                                        or sum(_threads(p) for p in tree) >= confinement.quota.processes):
+            return "processes"
+        used = confinement.cgroup_memory() if confinement is not None else None
+        if used is None:  # proportional share: pages a fork shares with its parent count once
+            used = sum(_pss(p) for p in tree)
+            used += confinement.tmpfs_used([p.pid for p in tree]) if confinement is not None else 0
+        self.peak_bytes = max(self.peak_bytes, used)
+        if used > self.memory_bytes or counters.get("oom_kills"):
+            return "memory"
+        if disk and confinement is not None and confinement.disk_used() > confinement.quota.disk_bytes:
+            return "disk"
+        if time.monotonic() - self._start > self.seconds:
+            return "time"
+        return None
 
 
 def _tree(pid: int | None) -> list[psutil.Process]:
@@ -58,8 +92,18 @@ def _tree(pid: int | None) -> list[psutil.Process]:
         return []
 
 
-def _rss(process: psutil.Process) -> int:
+def _pss(process: psutil.Process) -> int:
     try:
-        return process.memory_info().rss
+        return process.memory_full_info().pss
+    except (psutil.Error, AttributeError):
+        try:
+            return process.memory_info().rss
+        except psutil.Error:
+            return 0
+
+
+def _threads(process: psutil.Process) -> int:
+    try:
+        return process.num_threads()
     except psutil.Error:
         return 0
