@@ -114,3 +114,36 @@ def test_failed_check_shows_the_verdict_not_a_stack_trace():
     with pytest.raises(CheckFailed) as info:
         run(lambda x: -1)
     assert info.value._render_traceback_() == [str(info.value)]
+
+
+def test_recording_mode_records_and_leaves_the_scoring_to_the_grader(monkeypatch, capsys):
+    """With COURSE_RECORD_ANSWERS=1 the kernel only records: nothing is scored where the answers are hidden."""
+    import sys
+
+    from autograder.checks import check
+    monkeypatch.setenv("COURSE_RECORD_ANSWERS", "1")
+    monkeypatch.setenv("COURSE_GRADING_SEED", "5")
+    monkeypatch.setitem(sys.modules, "autograder.answers.m00", None)  # as in the grading sandbox
+    assert check("m00.add", lambda a, b: -1, points=2) is None  # a wrong answer raises nothing here
+    out = capsys.readouterr().out.splitlines()
+    payload = json.loads(next(line for line in out if line.startswith("{")))
+    assert payload["task"] == "m00.add" and payload["seed"] == 5 and payload["records"][0]["answer"] == -1
+    assert any("outside this kernel" in line for line in out)
+
+
+def test_plain_tasks_take_one_turn_and_record_the_bare_answer():
+    task = square_task()
+    assert not task.measurement and task.reference is None and task.rounds == 1
+    assert core.collect(task, lambda x: x * x, [3], "m99.square") == [{"case": 3, "answer": 9, "error": None}]
+
+
+def test_measurement_tasks_record_their_rounds_and_what_the_referee_saw(monkeypatch):
+    monkeypatch.delenv("COURSE_REFEREE", raising=False)
+    task = Task(title=Message("제곱", "Square"), answer=lambda fn, case: fn(case),
+                score=lambda case, ans: Part(True, Message("", "")), visible=lambda: [2],
+                measurement=True, reference=lambda case, ans: {"square": case * case}, rounds=3)
+    [record] = core.collect(task, lambda x: x * x, [2], "m99.square")
+    assert record["error"] is None and set(record["answer"]) == {"rounds", "observed"}
+    assert record["answer"]["rounds"] == [4, 4, 4]
+    assert len(record["answer"]["observed"]["walls"]) == 3
+    assert record["answer"]["observed"]["reference"] == [{"square": 4}] * 3

@@ -2,8 +2,8 @@
 import pytest
 
 from autograder import expectations, profiles, reference
-from autograder.expectations import Band, expect, rules
-from autograder.i18n import both
+from autograder.expectations import Band, expect, rules, side_by_side
+from autograder.i18n import Message, both
 from autograder.profiles import Profile
 
 MATMUL = both("행렬곱 처리량", "matmul throughput")
@@ -129,7 +129,7 @@ def test_every_rule_has_a_source_or_rationale_and_a_reason():
     data = rules()
     tables = [data["matmul"]["measured"], data["bandwidth"]["measured"], *data["matmul"]["spec"],
               *data["bandwidth"]["spec"], data["speedup"]["cpu_only"], data["speedup"]["accelerator"],
-              data["allreduce_busbw"], data["mfu"]["measured"], data["mfu"]["spec"]]
+              data["allreduce_busbw"], data["mfu"]["measured"], data["mfu"]["spec"], *data["side_by_side"].values()]
     for rule in tables:
         assert (rule.get("source") or rule.get("rationale") or "").strip(), rule
         assert 0 < rule["lo"] < rule.get("hi", rule.get("hi_peak_ratio", 0)), rule
@@ -147,3 +147,84 @@ def test_band_is_a_value():
     assert isinstance(band, Band)
     with pytest.raises(Exception):
         band.lo = 0
+
+
+# ---------------------------------------------------------------- side by side with the reference measured in turns
+WHAT = Message("행렬곱", "matmul")
+
+
+def _rounds(values, refs, walls=None, key="tflops"):
+    walls = [1.0] * len(values) if walls is None else walls
+    return {"rounds": [{"seconds": 0.01, key: v} for v in values],
+            "observed": {"walls": walls, "reference": [{key: r} for r in refs]}}
+
+
+def _side_by_side(answer, kind="matmul", faster_above=True, key="tflops"):
+    return side_by_side(kind, answer, WHAT, lambda r: r[key], lambda ref: ref[key], lambda r: r["seconds"],
+                        "TFLOP/s", weight=2.0, faster_above=faster_above)
+
+
+def test_side_by_side_honest_rounds_in_band_pass():
+    measured, parts = _side_by_side(_rounds([0.21, 0.18, 0.2], [0.2, 0.2, 0.19]))
+    assert measured and len(parts) == 1 and parts[0].ok and parts[0].weight == 2.0
+    assert "reference measured in turns" in parts[0].message.en and "0.5–3.0x" in parts[0].message.en
+
+
+@pytest.mark.parametrize("kind", ["matmul", "bandwidth", "sweep", "step"])
+def test_side_by_side_band_edges_come_from_the_data_file(kind):
+    rule = rules()["side_by_side"][kind]
+    assert 0 < rule["lo"] < 1 < rule["hi"]
+    for ratio, ok in ((rule["lo"], True), (rule["hi"], True), (0.9 * rule["lo"], False), (1.1 * rule["hi"], False)):
+        assert _side_by_side(_rounds([ratio * 10.0], [10.0]), kind=kind)[1][0].ok is ok, (kind, ratio)
+
+
+def test_side_by_side_a_constant_that_spent_no_time_is_not_measured():
+    answer = _rounds([0.2, 0.2, 0.2], [0.2, 0.2, 0.2], walls=[1e-5, 1e-5, 1e-5])  # claims 10 ms per round
+    measured, parts = _side_by_side(answer)
+    assert not measured and len(parts) == 1 and not parts[0].ok and parts[0].weight == 2.0
+    assert "this was not measured" in parts[0].message.en and "0.01 s claimed" in parts[0].message.en
+
+
+def test_side_by_side_rounds_without_walls_were_not_observed():
+    for answer in ({"rounds": [{"tflops": 0.2, "seconds": 0.01}]},
+                   _rounds([0.2, 0.2], [0.2, 0.2], walls=[1.0]),
+                   _rounds([], [])):
+        measured, parts = _side_by_side(answer)
+        assert not measured and not parts[0].ok
+        assert "no round was measured while the grader watched" in parts[0].message.en
+
+
+def test_side_by_side_far_above_the_band_is_too_fast():
+    measured, parts = _side_by_side(_rounds([20.0, 25.0, 30.0], [0.2, 0.2, 0.2]))  # 100x: no synchronize
+    assert measured and not parts[0].ok
+    assert "Faster than the hardware can be" in parts[0].message.en and "(125.00x the reference)" in parts[0].message.en
+    measured, parts = _side_by_side(_rounds([0.01, 0.01], [0.2, 0.2]))
+    assert measured and not parts[0].ok and "Slower than expected" in parts[0].message.en
+
+
+def test_side_by_side_for_times_a_small_ratio_is_too_fast():
+    times = _rounds([0.001, 0.001], [0.1, 0.1], key="seconds")  # timed the launch, not the work
+    measured, parts = _side_by_side(times, kind="step", faster_above=False, key="seconds")
+    assert measured and not parts[0].ok and "Faster than the hardware can be" in parts[0].message.en
+    slow = _rounds([1.0, 1.0], [0.1, 0.1], key="seconds")  # timed the warm-up too
+    assert "Slower than expected" in _side_by_side(slow, kind="step", faster_above=False, key="seconds")[1][0].message.en
+
+
+def test_side_by_side_the_median_round_decides():
+    measured, parts = _side_by_side(_rounds([0.2, 50.0, 0.2], [0.2, 0.2, 0.2]))  # one wild round of three
+    assert measured and parts[0].ok
+
+
+def test_side_by_side_reference_that_could_not_run_is_said_and_weighs_nothing():
+    answer = _rounds([0.2], [0.2])
+    answer["observed"]["reference"] = [{"error": "RuntimeError: no bf16 here"}]
+    measured, parts = _side_by_side(answer)
+    assert measured and parts[0].ok and parts[0].weight == 0
+    assert "could not run here" in parts[0].message.en and "no bf16 here" in parts[0].message.en
+
+
+def test_side_by_side_without_comparable_numbers_fails():
+    answer = _rounds([0.2], [0.2])
+    answer["observed"]["reference"] = [None]
+    measured, parts = _side_by_side(answer)
+    assert measured and not parts[0].ok

@@ -121,3 +121,44 @@ def test_records_displayed_as_json_text_keep_nan():
     decoded = payloads(out)
     assert decoded[0]["records"][0]["answer"] != decoded[0]["records"][0]["answer"]  # NaN survives
     assert decoded[1] is None
+
+
+# ---------------------------------------------------------------- measurement tasks: the grader's observations
+COUNT = 'check("m00.count", count_positive, points=1, hidden=True)'
+
+
+def count_positive(xs):
+    return sum(1 for x in xs if x > 0)
+
+
+def observed_by_grader(n_cases, walls=(0.01, 0.01)):
+    return {f"m00.count|{i}": {"walls": list(walls), "reference": [None] * len(walls)} for i in range(n_cases)}
+
+
+def test_measurement_records_are_rescored_with_what_the_grader_observed():
+    out = record(count_positive, task_id="m00.count")  # its kernel's own referee filled in "observed"
+    n = len(out["data"][RECORD_MIME]["records"])
+    assert all(len(r["answer"]["observed"]["walls"]) == 2 for r in out["data"][RECORD_MIME]["records"])
+    assert rescore(COUNT, [out], SEED, 1).earned == 0  # what the kernel says it observed counts for nothing
+    assert rescore(COUNT, [out], SEED, 1, {}).earned == 0
+    assert rescore(COUNT, [out], SEED, 1, observed_by_grader(n)).earned == 1
+    some = {k: v for k, v in observed_by_grader(n).items() if not k.endswith("|0")}
+    assert rescore(COUNT, [out], SEED, 1, some).earned == pytest.approx((n - 1) / n, abs=0.01)
+
+
+def test_a_forged_observation_is_replaced_by_the_graders():
+    cases = cases_for(task("m00.count"), True, SEED)
+    forged = {"task": "m00.count", "points": 1, "hidden": True, "seed": SEED,
+              "records": [{"case": c, "answer": {"rounds": [count_positive(c)] * 2,
+                                                 "observed": {"walls": [9.0, 9.0], "reference": [None, None]}},
+                           "error": None} for c in cases]}
+    out = {"output_type": "display_data", "data": {RECORD_MIME: json.dumps(forged)}, "metadata": {}}
+    assert rescore(COUNT, [out], SEED, 1, {}).earned == 0
+    one_round = observed_by_grader(len(cases), walls=(0.01,))  # the grader saw one round of the two
+    assert rescore(COUNT, [out], SEED, 1, one_round).earned == 0
+    assert rescore(COUNT, [out], SEED, 1, observed_by_grader(len(cases))).earned == 1
+
+
+def test_observations_apply_only_to_measurement_tasks():
+    seen = {"m00.add|0": {"walls": [], "reference": []}}
+    assert rescore(SOURCE, [record()], SEED, 2, seen).earned == 2

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.checks import CheckFailed, check, task
+from autograder.checks import CheckFailed, check, referee, task
 from autograder.checks import m01 as checks
 from autograder.checks.core import Part, cases_for, collect, fraction, score_records
 from autograder.expectations import Band
@@ -61,8 +61,18 @@ def test_reference_solution_gets_full_marks_and_stub_fails(solution, task_id, na
 
 
 def test_speedup_reference_and_mistakes(solution, monkeypatch):
+    """A real (small) run: every round is observed and measured; the ratio bands are left to the hand-built
+    answers below, since they compare two timings that the machine's load may shift."""
     monkeypatch.setattr(checks, "_speedup_widths", lambda: [64, 96, 128])
-    assert share("m01.speedup", solution["compare_devices"]) == 1.0
+    monkeypatch.delenv("COURSE_REFEREE", raising=False)
+    t = task("m01.speedup")
+    [record] = collect(t, solution["compare_devices"], cases_for(t, False, 3), "m01.speedup")
+    answer = record["answer"]
+    assert record["error"] is None and len(answer["rounds"]) == t.rounds == 3
+    assert all(isinstance(r["cpu_s"], float) and isinstance(r["accel_s"], float) for r in answer["rounds"])
+    assert len(answer["observed"]["walls"]) == 3
+    assert all(set(ref) == {"cpu_s", "accel_s"} for ref in answer["observed"]["reference"])
+    assert referee.unmeasured(answer, lambda r: r["cpu_s"] + r["accel_s"]) is None
     with pytest.raises(CheckFailed, match="NotImplementedError"):
         check("m01.speedup", stub, points=2)
 
@@ -77,27 +87,56 @@ def band(lo, hi):
     return Band(lo, hi, "×", Message("이유", "reason"), "measured", None)
 
 
+def speedup(rounds, reference, walls=None):
+    """A recorded m01.speedup answer: the learner's rounds and what the referee observed (by hand)."""
+    walls = [1.0] * len(rounds) if walls is None else walls
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": reference}}
+
+
 def test_speedup_score_on_cpu_only_and_accelerator_machines(monkeypatch):
     import autograder.expectations as expectations
     import autograder.hardware as hardware
 
-    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "ref_cpu_s": 0.010, "ref_accel_s": 0.010}
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu"}
+    ref = {"cpu_s": 0.010, "accel_s": 0.010}
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
-    assert fraction(checks._speedup_score({}, {"attempts": [good]})) == 1.0
+    assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3))) == 1.0
     wrong_device = {**good, "accel_device": "cuda"}
-    assert fraction(checks._speedup_score({}, {"attempts": [wrong_device]})) == 0.75
-    noisy_then_good = {"attempts": [{**good, "accel_s": 0.05, "ref_accel_s": 0.05}, good]}
-    assert fraction(checks._speedup_score({}, noisy_then_good)) == 1.0  # the best attempt counts
+    assert fraction(checks._speedup_score({}, speedup([wrong_device] * 3, [ref] * 3))) == 0.75
+    noisy_then_good = speedup([{**good, "accel_s": 0.05}, good, good], [ref] * 3)
+    assert fraction(checks._speedup_score({}, noisy_then_good)) == 1.0  # the median round counts
+    noisy_mostly = speedup([{**good, "accel_s": 0.05}] * 2 + [good], [ref] * 3)
+    assert fraction(checks._speedup_score({}, noisy_mostly)) == 0.5  # 5x the reference, and a 0.2x "speedup"
 
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cuda")
     monkeypatch.setattr(expectations, "expect", lambda kind, **kw: band(1.0, 80.0))
-    on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda", "ref_cpu_s": 0.05, "ref_accel_s": 0.002}
-    assert fraction(checks._speedup_score({}, {"attempts": [on_gpu]})) == 1.0
+    on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda"}
+    gpu_ref = {"cpu_s": 0.05, "accel_s": 0.002}
+    assert fraction(checks._speedup_score({}, speedup([on_gpu] * 3, [gpu_ref] * 3))) == 1.0
     unsynchronized = {**on_gpu, "accel_s": 0.00002}  # timed the launch: 2500x "speedup", 100x off the reference
-    parts = checks._speedup_score({}, {"attempts": [unsynchronized]})
+    parts = checks._speedup_score({}, speedup([unsynchronized] * 3, [gpu_ref] * 3))
     assert fraction(parts) == 0.5
+    assert any("Faster than the hardware can be" in p.message.en for p in parts if not p.ok)
     stayed_on_cpu = {**on_gpu, "accel_device": "cpu", "accel_s": 0.05}
-    assert fraction(checks._speedup_score({}, {"attempts": [stayed_on_cpu]})) <= 0.5
+    assert fraction(checks._speedup_score({}, speedup([stayed_on_cpu] * 3, [gpu_ref] * 3))) <= 0.5
+
+
+def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
+    import autograder.hardware as hardware
+
+    monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu"}
+    ref = {"cpu_s": 0.010, "accel_s": 0.010}
+    constant = checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1e-5] * 3))  # returned at once
+    assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
+    unobserved = checks._speedup_score({}, {"rounds": [good] * 3, "observed": None})
+    assert fraction(unobserved) == 0.0 and "while the grader watched" in unobserved[0].message.en
+    assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1.0, 1.0]))) == 0.0
+    assert fraction(checks._speedup_score({}, speedup([], []))) == 0.0
+    assert fraction(checks._speedup_score({}, speedup([{"not_a_dict": "[1, 2]"}], [ref]))) == 0.0
+    failed = speedup([good] * 3, [{"error": "RuntimeError: no device"}] * 3)
+    parts = checks._speedup_score({}, failed)  # the grader could not time the reference: said, not held against
+    assert fraction(parts) == 1.0 and any("could not run here" in p.message.en for p in parts)
 
 
 # ---------------------------------------------------------------- typical mistakes
@@ -231,6 +270,19 @@ def test_timer_mistakes():
         device.synchronize()
         return 0.0
     assert share("m01.timer", crashes_on_strings) == 0.0
+
+
+def test_timer_must_be_observed_and_measured():
+    case = {"work_s": 0.03, "pending": 0, "cpu_s": 0.01}
+    good = {"fake_s": 0.031, "cpu_s": 0.0105}
+    assert checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.5], "reference": [None]}}).ok
+    instant = checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.001], "reference": [None]}})
+    assert not instant.ok and "this was not measured" in instant.message.en  # a constant: no time spent
+    unobserved = checks._timer_score(case, {"rounds": [good]})
+    assert not unobserved.ok and "while the grader watched" in unobserved.message.en
+    assert not checks._timer_score(case, {"rounds": [], "observed": {"walls": [], "reference": []}}).ok
+    t = task("m01.timer")
+    assert t.measurement and t.reference is None  # the referee's clock only
 
 
 def test_memory_mistakes(solution):

@@ -6,11 +6,9 @@ import sys
 import pytest
 import torch
 
-from autograder import expectations
 from autograder.answers import m02 as ref
 from autograder.checks import CheckFailed, check, core
 from autograder.checks import m02 as tasks
-from autograder.i18n import Message
 
 SEEDS = (1, 2, 3)
 
@@ -188,16 +186,10 @@ def test_matmul_error_with_swapped_formats_loses_magnitude_and_order():
     assert share("matmul_error", swapped, hidden=False) < 0.75
 
 
-# ---------------------------------------------------------------- 6. measurement
-def fake_band(lo, hi):
-    return expectations.Band(lo=lo, hi=hi, unit="TFLOP/s", reason=Message("기준", "reference"), basis="measured",
-                             profile_id="fake")
-
-
+# ---------------------------------------------------------------- 6. measurement (side by side, answers by hand)
 @pytest.fixture
 def measured(monkeypatch):
-    """The measure task with a fixed band (0.1-0.3 TFLOP/s) and, optionally, a spec peak."""
-    monkeypatch.setattr(expectations, "expect", lambda kind, **kw: fake_band(0.1, 0.3))
+    """The measure task, optionally with a spec peak (``measured["value"]``, TFLOP/s)."""
     peak = {"value": None}
     monkeypatch.setattr(tasks, "_spec_peak", lambda case: peak["value"])
     return peak
@@ -207,28 +199,43 @@ def consistent(tflops, n=1024):
     return lambda dtype, device: {"n": n, "seconds": 2 * n**3 / (tflops * 1e12), "tflops": tflops}
 
 
-def run_measure(learner, case=None):
-    case = case or {"dtype": "float32", "device": "cpu"}
-    task = tasks.TASKS["measure"]
-    return core.fraction(core.score_records(task, core.collect(task, learner, [case])))
+CASE = {"dtype": "float32", "device": "cpu"}
+
+
+def measure_answer(learner, case=None, reference=0.2, walls=None):
+    """Three rounds of the learner's answer with what the referee observed: walls, reference TFLOP/s."""
+    rounds = [tasks._measure_answer(learner, case or CASE) for _ in range(3)]
+    walls = [1.0] * 3 if walls is None else walls
+    refs = [reference if isinstance(reference, dict) else {"tflops": reference, "n": 1024}] * 3
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": refs}}
+
+
+def run_measure(learner, case=None, **observed):
+    case = case or CASE
+    return core.fraction(tasks._measure_score(case, measure_answer(learner, case, **observed)))
 
 
 def test_measure_in_band_and_consistent_gets_full_marks(measured):
     assert run_measure(consistent(0.2)) == 1.0
-    assert tasks.TASKS["measure"].measurement
+    assert run_measure(consistent(0.5)) == 1.0  # 2.5x the reference: the luckiest of several sizes
+    task = tasks.TASKS["measure"]
+    assert task.measurement and task.rounds >= 3 and task.reference is not None
 
 
 def test_measure_outside_the_band_loses_the_band_part(measured):
-    assert 0 < run_measure(consistent(0.05)) < 1.0
+    assert 0 < run_measure(consistent(0.05)) < 1.0   # a quarter of the reference
+    assert 0 < run_measure(consistent(2.0)) < 1.0    # 10x: no synchronize
+    parts = tasks._measure_score(CASE, measure_answer(consistent(2.0)))
+    assert any("Faster than the hardware can be" in p.message.en for p in parts if not p.ok)
 
 
 def test_measure_inconsistent_numbers_lose_the_consistency_part(measured):
-    learner = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}
+    learner = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
     assert 0 < run_measure(learner) < 1.0
 
 
 def test_measure_above_the_dense_peak_is_flagged(measured):
-    measured["value"] = 0.15        # a spec peak below the band's top: 0.25 > 1.05 x 0.15
+    measured["value"] = 0.15        # a spec peak below the reported figure: 0.25 > 1.05 x 0.15
     assert run_measure(consistent(0.25)) < 1.0
     assert run_measure(consistent(0.15)) == 1.0
 
@@ -237,12 +244,54 @@ def test_measure_rejects_non_numbers(measured):
     assert run_measure(lambda dtype, device: {"n": 1024, "seconds": -1, "tflops": math.nan}) == 0.0
 
 
-def test_measure_without_a_reference_figure_grades_consistency(monkeypatch):
-    def no_figure(kind, **kw):
-        raise ValueError("no bf16 figure")
-    monkeypatch.setattr(expectations, "expect", no_figure)
-    monkeypatch.setattr(tasks, "_spec_peak", lambda case: None)
-    assert run_measure(consistent(0.2), {"dtype": "bfloat16", "device": "cpu"}) == 1.0
+def test_measure_without_a_reference_figure_grades_consistency(measured):
+    failed = {"error": "RuntimeError: bfloat16 matmul is not supported here"}
+    case = {"dtype": "bfloat16", "device": "cpu"}
+    assert run_measure(consistent(0.2), case, reference=failed) == 1.0
+    parts = tasks._measure_score(case, measure_answer(consistent(0.2), case, reference=failed))
+    assert any("could not run here" in p.message.en and p.weight == 0 for p in parts)
+    inconsistent = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
+    assert run_measure(inconsistent, case, reference=failed) == 0.0  # consistency is then all there is
+
+
+def test_measure_must_be_measured_while_the_referee_watches(measured):
+    honest = consistent(0.2, n=2048)  # claims 86 ms per round
+    assert run_measure(honest, walls=[0.1, 0.2, 0.3]) == 1.0
+    assert run_measure(honest, walls=[0.1, 0.001, 0.3]) == 0.0  # one round returned at once
+    assert run_measure(honest, walls=[0.1, 0.2]) == 0.0  # a round the referee did not see
+    answer = measure_answer(honest)
+    del answer["observed"]
+    parts = tasks._measure_score(CASE, answer)
+    assert core.fraction(parts) == 0.0 and "while the grader watched" in parts[0].message.en
+
+
+def test_measure_a_constant_answer_is_not_measured(monkeypatch):
+    """The local referee's own clock, with a stand-in reference: a function that returns a constant spent
+    none of the 0.5 s its result claims."""
+    from dataclasses import replace
+    monkeypatch.delenv("COURSE_REFEREE", raising=False)
+    task = replace(tasks.TASKS["measure"], reference=lambda case, answer: {"tflops": 0.27, "n": 4096})
+    constant = lambda dtype, device: {"n": 4096, "seconds": 0.5, "tflops": 2 * 4096**3 / 0.5 / 1e12}  # noqa: E731
+    records = core.collect(task, constant, [CASE], "m02.measure")
+    assert len(records[0]["answer"]["observed"]["walls"]) == task.rounds
+    parts = core.score_records(task, records)
+    assert core.fraction(parts) == 0.0 and "this was not measured" in parts[0].message.en
+
+
+def test_measure_reference_times_the_learners_size_within_bounds(monkeypatch):
+    seen = []
+
+    def matmul_tflops(dtype, device, budget_s, sizes=None):
+        seen.append((dtype, device, list(sizes)))
+        return {"tflops": 1.0}
+    monkeypatch.setattr("autograder.reference.matmul_tflops", matmul_tflops)
+    assert tasks._measure_reference(CASE, {"n": 2048.0, "seconds": 1, "tflops": 1}) == {"tflops": 1.0, "n": 2048}
+    tasks._measure_reference(CASE, {"n": 1e9})
+    tasks._measure_reference(CASE, {"n": 3.0})
+    tasks._measure_reference(CASE, {"n": math.nan})
+    tasks._measure_reference(CASE, "not a dict")
+    assert [s[2] for s in seen] == [[2048], [tasks.MEASURE_SIZES[1]], [tasks.MEASURE_SIZES[0]], [1024], [1024]]
+    assert all(s[:2] == ("float32", "cpu") for s in seen)
 
 
 def test_measure_cases_follow_the_best_device(monkeypatch):

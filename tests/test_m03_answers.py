@@ -84,11 +84,24 @@ def test_h100_on_chip_capacity_matches_whitepaper():
 def test_sweep_knee_and_plateaus():
     llc = 32 * 2**20
     sizes = checks_m03.sweep_sizes(llc)
-    assert sizes[0] == 64 * 1024 and sizes[-1] <= 8 * llc and sizes == sorted(set(sizes))
+    assert sizes[0] == 64 * 1024 and sizes[-1] == 8 * llc and sizes == sorted(set(sizes))
     stepped = [100.0 if s <= llc / 4 else 20.0 for s in sizes]
     assert m03.sweep_plateaus(sizes, stepped, llc) == (100.0, 20.0)
     assert m03.sweep_knee(sizes, stepped, llc) == llc / 4
     assert m03.sweep_knee(sizes, [50.0] * len(sizes), llc) is None
+
+
+def test_sweep_sizes_reach_past_the_cache_by_the_factor_asked():
+    """The sweep ends at the first size at or past beyond x LLC, whatever the LLC and the start."""
+    for llc, start, beyond, per_octave in ((30 * 2**20, 48 * 1024, 6, 1), (36 * 2**20, 80 * 1024, 10, 1),
+                                           (1_310_720, 96 * 1024, 8, 2), (32 * 2**20, 64 * 1024, 8, 1)):
+        sizes = checks_m03.sweep_sizes(llc, start, beyond, per_octave)
+        assert sizes[0] == start // 4096 * 4096 and sizes == sorted(set(sizes))
+        assert sizes[-1] >= beyond * llc > sizes[-2], (llc, start, beyond)
+        assert all(s % 4096 == 0 for s in sizes)
+    # enough sets beyond the cache for the slow plateau (>= 4 x LLC) and below it for the fast one
+    sizes = checks_m03.sweep_sizes(30 * 2**20, 48 * 1024, 6, 1)
+    assert m03.sweep_plateaus(sizes, [1.0] * len(sizes), 30 * 2**20) == (1.0, 1.0)
 
 
 def test_roof_coverage_rules():

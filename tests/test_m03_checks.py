@@ -9,8 +9,7 @@ import pytest
 from autograder.answers import m03 as ref
 from autograder.checks import CheckFailed, check
 from autograder.checks import m03 as checks
-from autograder.checks.core import Part, cases_for, collect, fraction, score_records
-from autograder.i18n import Message
+from autograder.checks.core import cases_for, collect, fraction, score_records
 
 SEED = 1234
 
@@ -157,42 +156,73 @@ def test_figure_data_is_plain_json():
     assert data["xscale"] == "log" and data["markers"] == [[1.0, 0.05]]
 
 
-# ---------------------------------------------------------------- task 5: copy bandwidth (scored with fakes)
-class _Band:
-    def __init__(self, lo, hi):
-        self.lo, self.hi = lo, hi
-
-    def part(self, value, what):
-        return Part(self.lo <= value <= self.hi, Message("band", "band"))
+# ---------------------------------------------------------------- measurements: answers as recorded, by hand
+def observed(rounds, references, walls=None):
+    """A measurement answer: the learner's rounds and what the referee observed (walls, references)."""
+    walls = [1.0] * len(rounds) if walls is None else walls
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": references}}
 
 
-def _fake_grading_hardware(monkeypatch, band, spec):
-    import autograder.expectations as expectations
-    monkeypatch.setattr(expectations, "expect", lambda kind, **kw: band)
-    monkeypatch.setattr(checks, "_spec_bandwidth", lambda device: spec)
+# ---------------------------------------------------------------- task 5: copy bandwidth
+COPY_CASE = {"factor": 4}
+
+
+def _grading_hardware(monkeypatch, device, spec, llc=50 * 2**20):
+    monkeypatch.setattr(checks, "_device", lambda: device)
+    monkeypatch.setattr(checks, "last_level_cache", lambda d: llc)
+    monkeypatch.setattr(checks, "_spec_bandwidth", lambda d: spec)
+
+
+def copy_answer(gbs, ref_gbs, rounds=3, walls=None, device="cuda"):
+    mine = [{"device": device, "nbytes": 200 * 2**20, "gbs": g} for g in ([gbs] * rounds if not isinstance(gbs, list)
+                                                                        else gbs)]
+    return observed(mine, [{"gbs": ref_gbs}] * len(mine), walls)
 
 
 def test_copy_inside_band_and_under_spec(monkeypatch):
-    _fake_grading_hardware(monkeypatch, _Band(1600, 3350), 3350.0)
-    parts = checks._copy_score({"factor": 4}, {"device": "cuda", "nbytes": 2**30, "gbs": 3000.0})
+    _grading_hardware(monkeypatch, "cuda", 3350.0)
+    parts = checks._copy_score(COPY_CASE, copy_answer(3000.0, 2900.0))
     assert fraction(parts) == 1.0
+    assert checks.TASKS["copy"].measurement and checks.TASKS["copy"].reference is not None
 
 
-def test_copy_above_spec_fails_even_inside_a_wide_band(monkeypatch):
-    _fake_grading_hardware(monkeypatch, _Band(1, 10**6), 3350.0)
-    parts = checks._copy_score({"factor": 4}, {"device": "cuda", "nbytes": 2**30, "gbs": 3600.0})
-    assert fraction(parts) == 0.5 and not parts[-1].ok
+def test_copy_above_spec_fails_even_inside_the_band(monkeypatch):
+    _grading_hardware(monkeypatch, "cuda", 3350.0)
+    parts = checks._copy_score(COPY_CASE, copy_answer(3600.0, 3000.0))  # 1.2x the reference: in the band
+    assert parts[0].ok and not parts[-1].ok and fraction(parts) < 1.0
+    assert "3350" in parts[-1].message.en
+
+
+def test_copy_far_from_the_reference_loses_the_band(monkeypatch):
+    _grading_hardware(monkeypatch, "cpu", None)
+    one_way = checks._copy_score(COPY_CASE, copy_answer(10.0, 20.0, device="cpu"))  # counted only the reads
+    assert fraction(one_way) == 0.0 and "Slower than expected" in one_way[0].message.en
+    cached = checks._copy_score(COPY_CASE, copy_answer(100.0, 20.0, device="cpu"))  # a buffer that fit the cache
+    assert fraction(cached) == 0.0 and "Faster than the hardware can be" in cached[0].message.en
 
 
 def test_copy_cpu_has_no_spec_cap(monkeypatch):
-    _fake_grading_hardware(monkeypatch, _Band(5, 40), None)
-    parts = checks._copy_score({"factor": 4}, {"device": "cpu", "nbytes": 2**27, "gbs": 20.0})
+    _grading_hardware(monkeypatch, "cpu", None)
+    parts = checks._copy_score(COPY_CASE, copy_answer(20.0, 18.0, device="cpu"))
     assert len(parts) == 1 and parts[0].ok
 
 
 @pytest.mark.parametrize("value", [float("nan"), -1.0, "fast", None])
-def test_copy_rejects_non_numbers(value):
-    assert fraction(checks._copy_score({"factor": 4}, {"device": "cpu", "nbytes": 1, "gbs": value})) == 0.0
+def test_copy_rejects_non_numbers(value, monkeypatch):
+    _grading_hardware(monkeypatch, "cpu", None)
+    assert fraction(checks._copy_score(COPY_CASE, copy_answer(value, 20.0, device="cpu"))) == 0.0
+    assert fraction(checks._copy_score(COPY_CASE, copy_answer([20.0, value, 20.0], 20.0, device="cpu"))) == 0.0
+    assert fraction(checks._copy_score(COPY_CASE, observed([], []))) == 0.0
+
+
+def test_copy_must_be_measured_while_the_referee_watches(monkeypatch):
+    # a 32 MiB cache: 4 x 32 MiB read and written at 20 GB/s takes 13 ms at least
+    _grading_hardware(monkeypatch, "cpu", None, llc=32 * 2**20)
+    assert fraction(checks._copy_score(COPY_CASE, copy_answer(20.0, 20.0, walls=[0.014] * 3, device="cpu"))) == 1.0
+    constant = checks._copy_score(COPY_CASE, copy_answer(20.0, 20.0, walls=[0.014, 1e-5, 0.014], device="cpu"))
+    assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
+    unseen = checks._copy_score(COPY_CASE, copy_answer(20.0, 20.0, walls=[], device="cpu"))
+    assert fraction(unseen) == 0.0 and "while the grader watched" in unseen[0].message.en
 
 
 def test_copy_answer_sizes_buffer_from_the_cache(monkeypatch):
@@ -203,41 +233,122 @@ def test_copy_answer_sizes_buffer_from_the_cache(monkeypatch):
     assert seen == [(128 * 2**20, "cpu")] and answer["gbs"] == 12.5
 
 
+def test_copy_reference_copies_the_cases_bytes_never_the_answers(monkeypatch):
+    monkeypatch.setattr(checks, "_device", lambda: "cpu")
+    monkeypatch.setattr(checks, "last_level_cache", lambda device: 32 * 2**20)
+    seen = []
+
+    def bandwidth_gbs(kind, device, nbytes, budget_s=1.0):
+        seen.append((kind, device, nbytes))
+        return {"gbs": 21.0}
+    monkeypatch.setattr("autograder.reference.bandwidth_gbs", bandwidth_gbs)
+    assert checks._copy_reference({"factor": 4}, {"device": "cpu", "nbytes": 4096, "gbs": 1e6}) == {"gbs": 21.0}
+    assert seen == [("copy", "cpu", 128 * 2**20)]
+
+
 # ---------------------------------------------------------------- task 6: sweep
 LLC = 32 * 2**20
+SWEEP_CASE = {"start_kib": 64, "beyond": 8, "per_octave": 1}
 
 
-def _sweep_answer(gbs_of):
-    sizes = checks.sweep_sizes(LLC)
-    return {"device": "cpu", "llc_bytes": LLC, "sizes": sizes, "gbs": [gbs_of(s) for s in sizes]}
+@pytest.fixture
+def sweep_machine(monkeypatch):
+    """A CPU with a 32 MiB last-level cache; ``levels`` are the cache sizes where the knee may sit."""
+    levels = [LLC]
+    monkeypatch.setattr(checks, "_device", lambda: "cpu")
+    monkeypatch.setattr(checks, "last_level_cache", lambda device: LLC)
+    monkeypatch.setattr(checks, "cache_levels", lambda device: list(levels))
+    return levels
 
 
-def test_sweep_good_shape_full_marks():
-    answer = _sweep_answer(lambda s: 90.0 if s <= LLC / 2 else 20.0)
-    assert fraction(checks._sweep_score({}, answer)) == 1.0
+def sweep_answer(gbs_of, reference_of=None, sizes=None, walls=None, llc=LLC):
+    """Three rounds of a sweep; the reference sweep is ``reference_of`` (default: the same values)."""
+    sizes = sizes or checks.sweep_sizes(LLC)
+    mine = {"device": "cpu", "llc_bytes": llc, "sizes": sizes, "gbs": [gbs_of(s) for s in sizes]}
+    ref = {"gbs": [(reference_of or gbs_of)(s) for s in sizes]}
+    return observed([mine] * 3, [ref] * 3, walls)
 
 
-def test_sweep_flat_or_inverted_shapes_lose_points():
-    assert fraction(checks._sweep_score({}, _sweep_answer(lambda s: 30.0))) == pytest.approx(0.25)
-    assert fraction(checks._sweep_score({}, _sweep_answer(lambda s: s / 1e6))) == pytest.approx(0.25)
+def stepped(s):
+    return 90.0 if s <= LLC / 2 else 20.0
 
 
-def test_sweep_knee_far_from_the_cache_loses_the_knee_part():
-    answer = _sweep_answer(lambda s: 90.0 if s <= 2**20 else 20.0)  # falls after 1 MiB = LLC/32
-    assert fraction(checks._sweep_score({}, answer)) == pytest.approx(0.75)
+def test_sweep_good_shape_full_marks(sweep_machine):
+    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(stepped))) == 1.0
+    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 1.5 * stepped(s), stepped))) == 1.0
 
 
-def test_sweep_wrong_length_or_values():
-    answer = _sweep_answer(lambda s: 50.0)
-    assert fraction(checks._sweep_score({}, {**answer, "gbs": answer["gbs"][:-1]})) == 0.0
-    assert fraction(checks._sweep_score({}, {**answer, "gbs": [0.0] * len(answer["sizes"])})) == 0.0
+def test_sweep_flat_or_inverted_shapes_lose_points(sweep_machine):
+    # measured like the reference (the ratio is in the band), but the shape is wrong
+    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 30.0))) == pytest.approx(0.5)
+    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: s / 1e6))) == pytest.approx(0.5)
 
 
-def test_sweep_unknown_cache_grades_speed_only():
+def test_sweep_far_from_the_reference_loses_the_band(sweep_machine):
+    parts = checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 10 * stepped(s), stepped))
+    assert fraction(parts) == pytest.approx(0.5) and "Faster than the hardware can be" in parts[0].message.en
+
+
+def test_sweep_knee_far_from_every_cache_loses_the_knee_part(sweep_machine):
+    answer = sweep_answer(lambda s: 90.0 if s <= 2**20 else 20.0)  # falls after 1 MiB = LLC/32
+    assert fraction(checks._sweep_score(SWEEP_CASE, answer)) == pytest.approx(0.75)
+
+
+def test_sweep_knee_may_sit_at_any_cache_level(sweep_machine):
+    sweep_machine[:] = [1 * 2**20, LLC]  # a 1 MiB L2 below the 32 MiB L3
+    answer = sweep_answer(lambda s: 90.0 if s <= 2**20 else 20.0)
+    assert fraction(checks._sweep_score(SWEEP_CASE, answer)) == 1.0
+    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(stepped))) == 1.0
+
+
+def test_cache_levels_are_l2_and_l3_on_a_cpu_and_l2_on_a_gpu(monkeypatch):
+    from types import SimpleNamespace as S
+    report = S(cpu=S(l2_bytes=2**21, l3_bytes=LLC, last_level_cache_bytes=LLC),
+               accelerators=[S(device="cuda:0", backend="cuda", l2_bytes=50 * 2**20, name="NVIDIA H100 80GB HBM3")])
+    monkeypatch.setattr("autograder.hardware.detect", lambda *a, **k: report)
+    assert checks.cache_levels("cpu") == [2**21, LLC]
+    assert checks.cache_levels("cuda") == [50 * 2**20]
+    assert checks.cache_levels("mps") == []
+
+
+def test_sweep_wrong_length_or_values(sweep_machine):
+    answer = sweep_answer(lambda s: 50.0)
+    short = observed([{**r, "gbs": r["gbs"][:-1]} for r in answer["rounds"]], answer["observed"]["reference"])
+    assert fraction(checks._sweep_score(SWEEP_CASE, short)) == 0.0
+    zeros = observed([{**r, "gbs": [0.0] * len(r["gbs"])} for r in answer["rounds"]], answer["observed"]["reference"])
+    assert fraction(checks._sweep_score(SWEEP_CASE, zeros)) == 0.0
+    assert fraction(checks._sweep_score(SWEEP_CASE, observed([], []))) == 0.0
+    old_sizes = sweep_answer(lambda s: 50.0, sizes=checks.sweep_sizes(LLC)[:-1])  # sizes not this machine's
+    assert fraction(checks._sweep_score(SWEEP_CASE, old_sizes)) == 0.0
+
+
+def test_sweep_must_be_measured_while_the_referee_watches(sweep_machine):
+    constant = checks._sweep_score(SWEEP_CASE, sweep_answer(stepped, walls=[1e-4] * 3))
+    assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
+    unseen = checks._sweep_score(SWEEP_CASE, sweep_answer(stepped, walls=[1.0]))
+    assert fraction(unseen) == 0.0 and "while the grader watched" in unseen[0].message.en
+
+
+def test_sweep_unknown_cache_grades_speed_only(monkeypatch):
+    monkeypatch.setattr(checks, "_device", lambda: "mps")
+    monkeypatch.setattr(checks, "last_level_cache", lambda device: None)
     sizes = checks.sweep_sizes(2**30 // 8, 2**20, 8, 1)
-    answer = {"device": "mps", "llc_bytes": None, "sizes": sizes, "gbs": [100.0 if s < 2**24 else 30.0 for s in sizes]}
-    parts = checks._sweep_score({}, answer)
+    answer = sweep_answer(lambda s: 100.0 if s < 2**24 else 30.0, sizes=sizes, llc=None)
+    parts = checks._sweep_score(SWEEP_CASE, answer)
     assert fraction(parts) == 1.0 and any(p.weight == 0 for p in parts)
+    flat = checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 30.0, sizes=sizes, llc=None))
+    assert 0 < fraction(flat) < 1
+
+
+def test_sweep_reference_sweeps_this_machines_sizes(sweep_machine, monkeypatch):
+    seen = []
+
+    def bandwidth_sweep(sizes, device, budget_s):
+        seen.append((list(sizes), device))
+        return [1.0] * len(sizes)
+    monkeypatch.setattr(ref, "bandwidth_sweep", bandwidth_sweep)
+    out = checks._sweep_reference(SWEEP_CASE, {"sizes": [4096], "gbs": [1.0]})
+    assert seen == [(checks.sweep_sizes(LLC), "cpu")] and out == {"gbs": [1.0] * len(seen[0][0])}
 
 
 def test_sweep_reference_on_this_cpu():

@@ -5,7 +5,9 @@ import pytest
 
 from autograder import reference
 from autograder.answers import m06 as A
-from autograder.checks import CheckFailed, check
+from autograder.checks import CheckFailed, check, referee
+from autograder.checks import m06 as checks
+from autograder.checks.core import cases_for, collect, fraction, score_records
 from autograder.harness import time_fn
 from autograder.profiles import Profile
 
@@ -128,31 +130,107 @@ def test_inventory_without_shutdown_or_fallback_loses_points():
     assert earned is not None and earned < 3
 
 
-# ---------------------------------------------------------------- the MFU task, with a quick stand-in for the reference peak
-@pytest.fixture
-def quick_peak(monkeypatch):
-    """A stand-in reference peak ten times this machine's MLP-step rate, so the MFU lands near 0.1.
+# ---------------------------------------------------------------- the MFU task (answers as recorded, by hand)
+MFU_CASE = {"device": "cpu", "dims": [512, 1024, 512], "batch": 256}
+PEAK = 1.0  # TFLOP/s: this (stand-in) CPU's measured fp32 peak
 
-    The expected band (0.01-1.3 of the measured peak) then absorbs the noise of a busy
-    machine in either direction; the full reference measurement would take 15 s.
-    """
+
+@pytest.fixture
+def fixed_peak(monkeypatch):
+    """A measured CPU profile with a fixed fp32 peak, so nothing here is timed."""
+    fake = Profile(id="measured_cpu_test", name="test", kind="cpu", vendor="test", peak_tflops={"fp32": PEAK},
+                   bandwidth_gbs=10.0, measured=True)
     monkeypatch.setattr(reference, "measured_profile", lambda *a, **k: fake)
-    fake = Profile(id="measured_cpu_test", name="test", kind="cpu", vendor="test", peak_tflops={"fp32": 1.0},
-                   bandwidth_gbs=10.0, measured=True)
-    probe = A.step_mfu("cpu", [512, 1024, 512], 256, budget_s=0.3)
-    rate = probe["flops_per_step"] / probe["seconds_per_step"] / 1e12
-    fake = Profile(id="measured_cpu_test", name="test", kind="cpu", vendor="test", peak_tflops={"fp32": 10 * rate},
-                   bandwidth_gbs=10.0, measured=True)
     return fake
 
 
-def test_mfu_reference_gets_full_marks(quick_peak):
-    assert check("m06.mfu", A.step_mfu, points=3, hidden=True) is None
+def mfu_round(seconds, peak=PEAK, case=MFU_CASE, **overrides):
+    flops = A.step_flops(case["dims"], case["batch"])
+    return {"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
+            "mfu": flops / seconds / (peak * 1e12), **overrides}
 
 
-def test_mfu_with_a_wrong_formula_gets_partial_credit(quick_peak):
-    def percent(device, dims, batch):
-        r = A.step_mfu(device, dims, batch, budget_s=0.3)
-        return dict(r, mfu=100 * r["mfu"])                               # a percentage, not a fraction
-    earned = check("m06.mfu", percent, points=3)
-    assert earned is not None and 0 < earned < 3
+def mfu_answer(rounds, ref_seconds, walls=None):
+    walls = [1.0] * len(rounds) if walls is None else walls
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": [{"seconds": ref_seconds}] * len(rounds)}}
+
+
+STEP_S = A.step_flops(MFU_CASE["dims"], MFU_CASE["batch"]) / (0.1 * PEAK * 1e12)  # MFU 0.1: 16 ms a step
+
+
+def mfu_share(answer, case=MFU_CASE):
+    return fraction(checks._mfu_score(case, answer))
+
+
+def test_mfu_honest_answer_gets_full_marks(fixed_peak):
+    assert mfu_share(mfu_answer([mfu_round(STEP_S)] * 3, STEP_S)) == 1.0
+    noisy = [mfu_round(STEP_S), mfu_round(5 * STEP_S), mfu_round(1.2 * STEP_S)]  # one round under load
+    assert mfu_share(mfu_answer(noisy, STEP_S)) == 1.0
+    t = checks.TASKS["mfu"]
+    assert t.measurement and t.rounds >= 3 and t.reference is not None
+
+
+def test_mfu_with_a_wrong_formula_gets_partial_credit(fixed_peak):
+    percent = mfu_round(STEP_S)
+    percent["mfu"] *= 100  # a percentage, not a fraction
+    share = mfu_share(mfu_answer([percent] * 3, STEP_S))
+    assert 0 < share < 1
+
+
+def test_mfu_timed_far_from_the_reference_loses_the_timing_part(fixed_peak):
+    parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S / 20)] * 3, STEP_S))  # no synchronize
+    assert 0 < fraction(parts) < 1 and "Faster than the hardware can be" in parts[-1].message.en
+    parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S * 4)] * 3, STEP_S))  # timed the first call
+    assert 0 < fraction(parts) < 1 and "Slower than expected" in parts[-1].message.en
+
+
+def test_mfu_measured_peak_is_accepted_within_its_band(fixed_peak):
+    lo, hi = checks.MEASURED_PEAK_BAND
+    assert (lo, hi) == (0.4, 2.5)
+    for factor, ok in ((lo, True), (hi, True), (1.0, True), (0.3, False), (3.0, False)):
+        answer = mfu_answer([mfu_round(STEP_S, peak=factor * PEAK)] * 3, STEP_S)
+        assert (mfu_share(answer) == 1.0) is ok, factor
+
+
+def test_mfu_spec_peak_must_be_exact(monkeypatch):
+    from autograder import profiles
+    h100 = profiles.get("h100_sxm")
+    monkeypatch.setattr(reference, "spec_profile", lambda device=None: h100)
+    monkeypatch.setattr(reference, "profile_for", lambda device=None, refresh=False: h100)
+    case = {**MFU_CASE, "device": "cuda"}
+    peak = h100.peak("fp32")
+    step = A.step_flops(case["dims"], case["batch"]) / (0.3 * peak * 1e12)
+    assert mfu_share(mfu_answer([mfu_round(step, peak=peak, case=case)] * 3, step), case) == 1.0
+    near = mfu_answer([mfu_round(step, peak=1.2 * peak, case=case)] * 3, step)
+    assert mfu_share(near, case) < 1.0
+
+
+def test_mfu_must_be_measured_while_the_referee_watches(fixed_peak):
+    constant = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S)] * 3, STEP_S, walls=[1e-4] * 3))
+    assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
+    unseen = checks._mfu_score(MFU_CASE, {"rounds": [mfu_round(STEP_S)] * 3})
+    assert fraction(unseen) == 0.0 and "while the grader watched" in unseen[0].message.en
+
+
+def test_mfu_rejects_answers_of_the_wrong_form(fixed_peak):
+    missing = {k: v for k, v in mfu_round(STEP_S).items() if k != "peak_tflops"}
+    assert mfu_share(mfu_answer([mfu_round(STEP_S), missing, mfu_round(STEP_S)], STEP_S)) == 0.0
+    assert mfu_share(mfu_answer([mfu_round(STEP_S, seconds_per_step=0.0)] * 3, STEP_S)) == 0.0
+    assert mfu_share(mfu_answer([], STEP_S)) == 0.0
+
+
+def test_mfu_reference_times_the_same_step(monkeypatch, fixed_peak):
+    """A real (small) run with the local referee: every round observed and measured, next to the reference's
+    timing of the same step. The two timings are not compared here: the machine's load may shift them."""
+    monkeypatch.delenv("COURSE_REFEREE", raising=False)
+    t = checks.TASKS["mfu"]
+    [record] = collect(t, lambda device, dims, batch: A.step_mfu(device, dims, batch, budget_s=0.2),
+                       cases_for(t, False, 1234), "m06.mfu")
+    answer = record["answer"]
+    assert record["error"] is None and len(answer["rounds"]) == t.rounds
+    assert all(set(r) == set(checks.MFU_KEYS) for r in answer["rounds"])
+    assert len(answer["observed"]["walls"]) == t.rounds
+    assert all(ref["seconds"] > 0 for ref in answer["observed"]["reference"])
+    assert referee.unmeasured(answer, lambda r: r["seconds_per_step"]) is None
+    parts = score_records(t, [record])
+    assert all(p.ok for p in parts[:3])  # FLOPs, peak and formula, whatever the load

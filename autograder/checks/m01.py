@@ -496,7 +496,8 @@ def _timer_score(case, answer) -> Part:
         return Part(False, _say("timer_cpu", work=case["cpu_s"] * 1e3, found=cpu_s * 1e3))
     why = referee.unmeasured(answer, lambda r: r["fake_s"] + r["cpu_s"])
     if why:
-        return Part(False, msg("measure.not_measured", what=_say("title_timer"), why=why))
+        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
+        return Part(False, msg(key, what=_say("title_timer"), why=why))
     return Part(True, _say("timer_ok"))
 
 

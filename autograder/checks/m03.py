@@ -356,9 +356,9 @@ def _spec_bandwidth(device: str) -> float | None:
 def _copy_score(case, answer) -> list[Part]:
     from ..expectations import side_by_side
     rounds = referee.rounds(answer)
-    bad = next((r.get("gbs") for r in rounds if not _positive(r.get("gbs"))), None)
+    bad = next((r for r in rounds if not _positive(r.get("gbs"))), None)
     if not rounds or bad is not None:
-        return [Part(False, _m("need_number", what="GB/s", found=bad))]
+        return [Part(False, _m("need_number", what="GB/s", found=bad.get("gbs") if bad else None))]
     device = _device()
     nbytes = _copy_bytes(case, device)
     what = _m("copy_what", device=device, nbytes=_size_text(nbytes))

@@ -19,6 +19,7 @@ from traitlets import Bool, Float, Integer, List, Unicode
 from ..checks import task as find_task
 from ..checks.core import RECORD_MIME
 from ..checks.referee import SOCKET_ENV
+from ..reference import MEMORY_LIMIT_ENV
 from ..i18n import msg
 from . import records, sandbox
 from .kernel import SandboxedKernelManager, kernel_env
@@ -121,7 +122,7 @@ class SandboxedExecute(Execute):
         home.mkdir()
         extra = {"COURSE_RECORD_ANSWERS": "1", "COURSE_GRADING_SEED": str(self.seed), "COURSE_NO_PROGRESS": "1",
                  "COURSE_CACHE_DIR": str(home / ".cache" / "ai-hardware-course"),
-                 SOCKET_ENV: str(self._run / "referee.sock")}
+                 SOCKET_ENV: str(self._run / "referee.sock"), MEMORY_LIMIT_ENV: str(self.memory_limit)}
         writable = [self._run]
         prefix = sandbox.prefix(writable, self.memory_limit, [Path(p) for p in self.private_paths], self.isolate)
         self.km = SandboxedKernelManager(kernel_name=self.kernel_name, config=self.config, transport="ipc",
