@@ -647,7 +647,7 @@ TASKS = {
                   visible=_timer_visible, hidden=_timer_hidden, measurement=True),
     "speedup": Task(title=_say("title_speedup"), answer=_speedup_answer, score=_speedup_score,
                     visible=lambda: [{"width": _speedup_widths()[1]}], hidden=_speedup_hidden, measurement=True,
-                    reference=_speedup_reference, rounds=3),
+                    reference=_speedup_reference, rounds=5),
     "memory": Task(title=_say("title_memory"), answer=_memory_answer, score=_memory_score,
                    visible=_memory_visible, hidden=_memory_hidden),
 }

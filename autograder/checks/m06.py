@@ -636,5 +636,5 @@ TASKS = {
     "inventory": Task(title=msg("m06.title_inventory"), answer=_inventory_answer, score=_inventory_score,
                       visible=_inventory_visible, hidden=_inventory_hidden),
     "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score, visible=_mfu_visible,
-                hidden=_mfu_hidden, measurement=True, reference=_mfu_reference, rounds=3),
+                hidden=_mfu_hidden, measurement=True, reference=_mfu_reference, rounds=5),
 }

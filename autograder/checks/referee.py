@@ -16,6 +16,7 @@ figures reach the kernel, and it scores the rounds with what it observed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import statistics
@@ -142,19 +143,31 @@ def unmeasured(answer: Any, claimed_seconds) -> str | None:
 def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None:
     """(median of per-round ratios ``mine(round)/theirs(reference)``, median learner value, median reference).
 
+    The references sit between the rounds, so each round after the first is compared with
+    the geometric mean of the reference just before it and the one just after it: a burst
+    of load during a round then meets the same burst on at least one side.
     None when no round has both numbers.
     """
-    pairs = []
-    for learner, reference in zip(rounds(answer), observed(answer).get("reference") or []):
-        try:
-            a, b = float(mine(learner)), float(theirs(reference))
-        except (TypeError, ValueError, KeyError, AttributeError):
+    refs = [_positive(theirs, r) for r in observed(answer).get("reference") or []]
+    rows = []
+    for k, learner in enumerate(rounds(answer)):
+        a = _positive(mine, learner)
+        around = [b for b in refs[max(k - 1, 0):k + 1] if b is not None] if k < len(refs) else []
+        if a is None or not around:
             continue
-        if a > 0 and b > 0:
-            pairs.append((a / b, a, b))
-    if not pairs:
+        b = math.prod(around) ** (1 / len(around))
+        rows.append((a / b, a, b))
+    if not rows:
         return None
-    return tuple(statistics.median(p[i] for p in pairs) for i in range(3))
+    return tuple(statistics.median(row[i] for row in rows) for i in range(3))
+
+
+def _positive(pick, data) -> float | None:
+    try:
+        value = float(pick(data))
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    return value if value > 0 and math.isfinite(value) else None
 
 
 def reference_error(answer: Any) -> str | None:
