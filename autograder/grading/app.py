@@ -5,7 +5,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..i18n import msg
+from ..i18n import Message, msg
 from .course import REPO, Course, GradingError
 
 
@@ -22,10 +22,20 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=_generate)
     p = sub.add_parser("release", parents=[parent], help="generate, then release to the nbgrader exchange")
     p.add_argument("assignment")
+    p.add_argument("--due", help="due date, e.g. 2026-12-01T23:59+09:00 (see `deadline`)")
     p.set_defaults(func=_release)
+    p = sub.add_parser("deadline", parents=[parent], help="set or show due dates and the late penalty / 마감과 지각 감점")
+    p.add_argument("assignment", nargs="?", help="e.g. 01_devices (default: list every assignment)")
+    p.add_argument("due", nargs="?", help="e.g. 2026-12-01T23:59+09:00, or none to remove it")
+    p.add_argument("--late", help="late penalty: none, zero, per-hour=POINTS or per-day=POINTS")
+    p.set_defaults(func=_deadline)
+    p = sub.add_parser("roster", parents=[parent], help="import the class list (id,first_name,last_name,email) / 명단")
+    p.add_argument("csv", nargs="?", type=Path, help="roster CSV to import (default: list the students)")
+    p.set_defaults(func=_roster)
     p = sub.add_parser("collect", parents=[parent], help="collect from a folder (zips, notebooks) or the exchange")
     p.add_argument("assignment")
     p.add_argument("folder", nargs="?", type=Path, help="folder of submissions (default: the exchange)")
+    p.add_argument("--received-at", help="when the folder's files were received (default: now), e.g. 2026-12-01T23:00+09:00")
     p.set_defaults(func=_collect)
     p = sub.add_parser("grade", parents=[parent], help="autograde in parallel, isolated")
     p.add_argument("assignment")
@@ -44,7 +54,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--release", action="store_true", help="also release it to the exchange")
     p.set_defaults(func=_feedback)
     p = sub.add_parser("export", parents=[parent], help="CSV: one row per student and assignment")
-    p.add_argument("--to", type=Path, default=Path("grades.csv"))
+    p.add_argument("--to", type=Path, help="CSV path (default: instructor/grades-<date>.csv, ignored by git)")
+    p.add_argument("--bom", action="store_true", help="start with a byte-order mark (spreadsheets then read Hangul right)")
     p.add_argument("--assignment", action="append", help="only these assignments (repeatable)")
     p.set_defaults(func=_export)
     p = sub.add_parser("check-hardware", help="grade the reference solutions here a few times; report lost points")
@@ -86,22 +97,64 @@ def _generate(args):
 
 @_guard
 def _release(args):
+    from .deadlines import due_dates, set_due, show
     from .generate import release
-    release(_course(args), args.assignment)
+    course = _course(args)
+    release(course, args.assignment)
+    if args.due is not None:
+        set_due(course, args.assignment, args.due)
+    due = due_dates(course).get(args.assignment)
+    print(_with_due("grading.released", show(due), assignment=args.assignment,
+                    folder=course.folder("release", args.assignment), exchange=course.config().Exchange.root).text())
+
+
+def _with_due(key: str, due: str, **values) -> Message:
+    none = msg("grading.no_due")
+    return Message(msg(key, due=due or none.ko, **values).ko, msg(key, due=due or none.en, **values).en)
+
+
+@_guard
+def _deadline(args):
+    from .deadlines import describe_policy, due_dates, set_due, set_policy, show
+    course = _course(args)
+    if args.late:
+        set_policy(course, args.late)
+    if args.assignment and args.due:
+        set_due(course, args.assignment, args.due)
+    dates = due_dates(course)
+    for name in [args.assignment] if args.assignment else sorted(dates):
+        print(_with_due("grading.due_set", show(dates.get(name)), assignment=name).text())
+    policy = describe_policy(course)
+    print(Message(msg("grading.late_policy", policy=policy.ko).ko, msg("grading.late_policy", policy=policy.en).en).text())
+
+
+@_guard
+def _roster(args):
+    from .roster import import_roster, students
+    course = _course(args)
+    if args.csv is not None:
+        print(msg("grading.roster_imported", count=import_roster(course, args.csv), path=args.csv).text())
+        return
+    for sid, person in sorted(students(course).items()):
+        print(f"{sid:<20} {person['last_name']} {person['first_name']}  {person['email']}".rstrip())
 
 
 @_guard
 def _collect(args):
     from .collect import from_exchange, from_folder, refusal_log, summary
-    if args.folder is None:
-        from_exchange(_course(args), args.assignment)
-        return
+    from .deadlines import parse_time
     course = _course(args)
-    done = from_folder(course, args.assignment, args.folder)
+    if args.folder is None:
+        done = from_exchange(course, args.assignment)
+    else:
+        at = parse_time(args.received_at) if args.received_at else None
+        done = from_folder(course, args.assignment, args.folder, at)
     for item in done:
         mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
         why = item.why.text() if item.why is not None else ""
         print(f"{mark} {item.student:<20} {item.source}  {why}".rstrip())
+        if item.note is not None:
+            print(f"   ⚠️ {item.note.text()}")
     print(summary(done).text())
     if any(item.problem for item in done):
         print(msg("grading.collect_refused_log", path=refusal_log(course, args.assignment)).text())
@@ -130,9 +183,11 @@ def _feedback(args):
 
 @_guard
 def _export(args):
-    from .export import write
-    count = write(_course(args), args.to, args.assignment)
-    print(f"{args.to}: {count} rows")
+    from .export import default_path, write
+    course = _course(args)
+    path = args.to or default_path(course)
+    count = write(course, path, args.assignment, bom=args.bom)
+    print(msg("grading.exported", path=path, count=count).text())
 
 
 @_guard

@@ -24,17 +24,18 @@ from .course import Course, GradingError, use_venv_tools
 from .generate import generate
 from .machine import graded_on
 from .merge import merge, write_record
+from .roster import id_problem
 from .scratch import template
 from .worker import Job, Limits, Outcome, grade
 
 
 def submissions(course: Course, assignment: str) -> list[str]:
-    """Student ids with a submitted folder for ``assignment``."""
+    """Student ids (that the id rule accepts) with a submitted folder for ``assignment``."""
     folder = course.folder("submitted")
     if not folder.is_dir():
         return []
     return sorted(p.parent.name for p in folder.glob(f"*/{assignment}")
-                  if p.is_dir() and not p.is_symlink() and not p.parent.is_symlink())
+                  if p.is_dir() and not p.is_symlink() and not p.parent.is_symlink() and not id_problem(p.parent.name))
 
 
 def grade_class(course: Course, assignment: str, students: list[str] | None = None, workers: int | None = None,
@@ -44,6 +45,9 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     ``isolate``: None = bubblewrap if available (else a notice), True = require it, False = no sandbox.
     """
     use_venv_tools()
+    for student in students or []:
+        if id_problem(student):
+            raise GradingError(id_problem(student).text())
     submitted = submissions(course, assignment)
     unknown = sorted(set(students or []) - set(submitted))
     if unknown:

@@ -8,6 +8,13 @@ student or assignment refuses the entry; it never places files.
 
 Only the assignment's notebooks are taken, each read without following links, as a plain regular
 file of bounded size; every refusal is printed and kept in ``.nbgrader/collect/<assignment>.jsonl``.
+
+The submission time (``timestamp.txt``, what nbgrader compares with the due date) is the time the
+instructor's side received it: the time of this collect or the time the instructor gives
+(``--received-at``) for a folder; the time the exchange folder was made for the exchange. Neither
+the file's modification time nor the ``submission.json`` time is trusted; a stated time that would
+change the verdict (or lies in the future) is kept in ``.nbgrader/received/<assignment>/<id>.json``
+and shown by collect, the export and the feedback.
 """
 from __future__ import annotations
 
@@ -23,9 +30,10 @@ from pathlib import Path, PurePosixPath
 
 from ..i18n import Message, msg
 from .course import Course, api, succeed
+from .roster import id_problem
 from .scratch import MAX_FILE_BYTES, TIMESTAMP, UnsafeFile, fresh_folder, read_regular, write_new
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # kept for old imports; the rule: roster.id_problem
 MAX_ZIP_BYTES = 200 * 2**20
 MANIFEST = "submission.json"
 SKIP = (".ipynb_checkpoints", "__pycache__", "__MACOSX")
@@ -39,6 +47,7 @@ class Collected:
     why: Message | None = None  # the same, both languages
     replaced: bool = False  # an earlier submission of this student was replaced
     ignored: bool = False  # for another assignment: neither received nor refused
+    note: Message | None = None  # the submission's own time disagrees with the received time
 
 
 class Refused(ValueError):
@@ -47,15 +56,98 @@ class Refused(ValueError):
         self.reason = reason
 
 
-def from_exchange(course: Course, assignment: str) -> None:
-    """nbgrader collect (the exchange that ``nbgrader submit`` and the Assignments tab use)."""
+TOLERANCE_S = 600  # a stated time this much after the received time is shown (clocks differ a little)
+
+
+def from_exchange(course: Course, assignment: str) -> list[Collected]:
+    """nbgrader collect (the exchange that ``nbgrader submit`` and the Assignments tab use); then each
+    collected submission's time is the time its exchange folder was made (the folder's inode change
+    time, which its owner cannot set back), not the time its name or ``timestamp.txt`` states."""
     succeed(api(course).collect(assignment), "grading.collect_failed", assignment=assignment)
+    config = course.config()
+    inbound = Path(config.Exchange.root) / course.course_id / "inbound"
+    latest = {}
+    for entry in inbound.glob(f"*+{assignment}+*") if inbound.is_dir() else []:
+        parts = entry.name.split("+")
+        if len(parts) < 3 or parts[1] != assignment:
+            continue
+        try:
+            info = entry.lstat()
+            from nbgrader.utils import parse_utc
+            claimed = parse_utc(parts[2]).replace(tzinfo=timezone.utc)
+        except (OSError, ValueError, OverflowError):
+            continue
+        if parts[0] not in latest or claimed > latest[parts[0]][0]:
+            made = datetime.fromtimestamp(info.st_ctime, timezone.utc)
+            latest[parts[0]] = (claimed, made, entry.name)
+    done = []
+    for student, (claimed, made, name) in sorted(latest.items()):
+        if id_problem(student):
+            done.append(_refused(course, assignment, student, name, id_problem(student)))
+            continue
+        folder = course.folder("submitted", student, assignment)
+        if not _is_folder(folder):
+            continue
+        disagrees = made - claimed > _seconds(TOLERANCE_S) or claimed - made > _seconds(TOLERANCE_S)
+        at = made if disagrees else claimed
+        write_new(folder / TIMESTAMP, at.isoformat().encode("utf-8"))
+        note = _remember(course, assignment, student, name, at, claimed, disagrees, "exchange")
+        done.append(Collected(student, name, note=note))
+    return done
 
 
-def from_folder(course: Course, assignment: str, folder: Path) -> list[Collected]:
-    """Copy every student's notebooks from ``folder``; a later entry for the same student replaces an earlier one."""
+def _seconds(n: float):
+    from datetime import timedelta
+    return timedelta(seconds=n)
+
+
+def _due(course: Course, assignment: str) -> datetime | None:
+    from nbgrader.api import Gradebook, MissingEntry
+    try:
+        with Gradebook(course.gradebook_url, course.course_id) as gb:
+            due = gb.find_assignment(assignment).duedate
+    except MissingEntry:
+        return None
+    return due.replace(tzinfo=timezone.utc) if due else None
+
+
+def _disagrees(claimed: datetime | None, received: datetime, due: datetime | None) -> bool:
+    """A stated time that would change the verdict (on time by it, late by the received time) or is in the future."""
+    if claimed is None:
+        return False
+    if claimed - received > _seconds(TOLERANCE_S):
+        return True
+    return due is not None and (claimed <= due) != (received <= due)
+
+
+def _remember(course: Course, assignment: str, student: str, source: str, at: datetime, claimed: datetime | None,
+              disagrees: bool, via: str) -> Message | None:
+    """``.nbgrader/received/<assignment>/<student>.json``: when and how it was received, what it stated."""
+    path = course.private("received", assignment, f"{student}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"at": at.isoformat(), "via": via, "source": source,
+              "claimed": claimed.isoformat() if claimed else None, "disagrees": bool(disagrees)}
+    write_new(path, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
+    from .deadlines import time_note
+    return time_note({"received": record})
+
+
+def received(course: Course, assignment: str, student: str) -> dict:
+    """What :func:`_remember` kept ({} if nothing)."""
+    path = course.private("received", assignment, f"{student}.json")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def from_folder(course: Course, assignment: str, folder: Path, received_at: datetime | None = None) -> list[Collected]:
+    """Copy every student's notebooks from ``folder``; a later entry for the same student replaces an earlier one.
+    Each is received at ``received_at`` (default: now)."""
     notebooks = course.notebooks(assignment)
     folder = Path(folder)
+    at = (received_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    due = _due(course, assignment)
     done = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
@@ -65,13 +157,16 @@ def from_folder(course: Course, assignment: str, folder: Path) -> list[Collected
             if _other_assignment(entry.name, assignment, notebooks):
                 done.append(Collected(student, entry.name, ignored=True))
                 continue
-            if not STUDENT_ID.match(student):
-                raise Refused(msg("grading.bad_student_id", student=student))
-            files, stamp = _read(folder, entry.name, assignment, notebooks, student)
+            if id_problem(student):
+                raise Refused(id_problem(student))
+            files, stated = _read(folder, entry.name, assignment, notebooks, student)
             if not files:
                 raise Refused(msg("grading.collect_no_notebook", name=entry.name))
-            replaced = _store(course, assignment, student, files, stamp)
-            done.append(Collected(student, entry.name, replaced=replaced))
+            claimed = _stated_time(stated)
+            replaced = _store(course, assignment, student, files, at.isoformat())
+            note = _remember(course, assignment, student, entry.name, at, claimed, _disagrees(claimed, at, due),
+                             "folder")
+            done.append(Collected(student, entry.name, replaced=replaced, note=note))
         except (Refused, UnsafeFile) as exc:
             done.append(_refused(course, assignment, student, entry.name, exc.reason))
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
@@ -115,10 +210,19 @@ def _other_assignment(name: str, assignment: str, notebooks: list[str]) -> bool:
     return name[:-len(".zip")].split("__", 1)[1] != assignment
 
 
-def _read(folder: Path, name: str, assignment: str, notebooks: list[str], student: str) -> tuple[dict[str, bytes], str]:
-    """({notebook file name: content}, timestamp) of one entry of the folder."""
+def _stated_time(stamp: str | None) -> datetime | None:
+    """The time a submission states for itself (aware UTC), or None if none or unreadable."""
+    try:
+        moment = datetime.fromisoformat(str(stamp))
+    except (TypeError, ValueError):
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+
+
+def _read(folder: Path, name: str, assignment: str, notebooks: list[str], student: str) -> tuple[dict[str, bytes], str | None]:
+    """({notebook file name: content}, the time its manifest states, if any) of one entry of the folder."""
     info = (folder / name).lstat()
-    stamp = datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat()
+    stamp = None  # the file's modification time on this disk says nothing about when it was submitted
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeFile(msg("grading.unsafe_file", name=name, kind="symbolic link"))
     if stat.S_ISDIR(info.st_mode):
@@ -134,7 +238,7 @@ def _read(folder: Path, name: str, assignment: str, notebooks: list[str], studen
     if name.endswith(".zip"):
         files, manifest = _unzip(read_regular(folder, name, MAX_ZIP_BYTES), name)
         _check_manifest(manifest, name, student, assignment)
-        return _pick(files, notebooks), str(manifest.get("timestamp") or stamp)
+        return _pick(files, notebooks), manifest.get("timestamp")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFile(msg("grading.unsafe_file", name=name, kind="special file"))
     raise Refused(msg("grading.unknown_entry", name=name))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
+from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
 
 from ..i18n import msg
 
@@ -31,7 +31,8 @@ class Course:
     """A course directory: ``root`` holds solutions/, exercises/, submitted/, autograded/, feedback/.
 
     Its nbgrader configuration is ``root/nbgrader_config.py`` if there is one, else the
-    repository's; ``db_url`` replaces the gradebook URL of that file.
+    repository's, then ``root/nbgrader_config.json`` (what the instructor's commands set, such as
+    the late policy; nbgrader's own commands read it too); ``db_url`` replaces the gradebook URL.
     """
 
     root: Path = REPO
@@ -40,6 +41,8 @@ class Course:
     def config(self) -> Config:
         folder = self.root if (self.root / CONFIG_FILE).exists() else REPO
         config = PyFileConfigLoader(CONFIG_FILE, path=str(folder)).load_config()
+        if (self.root / "nbgrader_config.json").is_file():
+            config.merge(JSONFileConfigLoader("nbgrader_config.json", path=str(self.root)).load_config())
         config.CourseDirectory.root = str(self.root)
         if self.db_url:
             config.CourseDirectory.db_url = self.db_url

@@ -5,15 +5,23 @@ here in a private staging course that holds only the assignment's graded noteboo
 from ``autograded/`` as a plain regular file. The HTML it writes is copied back into
 ``feedback/<student>/<assignment>/`` the same way. A student whose feedback fails is reported;
 the others get theirs.
+
+Every student gets a feedback file: on top of the graded notebook a cell in both languages with
+the score, the late penalty (or that it was on time) and what happened while grading; a student
+whose submission could not be graded (broken, refused at collect, missing) gets a page that says
+why, in both languages, under the same name.
 """
 from __future__ import annotations
 
+import html as html_lib
 import stat
 import sys
 import tempfile
 from pathlib import Path
 
-from ..i18n import msg
+import nbformat
+
+from ..i18n import Message, msg
 from .course import Course, api, succeed
 from .scratch import UnsafeFile, fresh_folder, make_folder, read_regular, write_new
 
@@ -22,11 +30,20 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
              out=None) -> list[Path]:
     """Write ``feedback/<student>/<assignment>/*.html``; ``release`` also puts it in the exchange.
     Returns the files written; a student whose feedback failed is printed to ``out`` with the reason."""
+    from .export import rows
+    from .roster import id_problem
     out = out or sys.stdout
     graded = course.folder("autograded")
-    students = [student] if student else sorted(p.name for p in graded.iterdir() if _is_dir(p / assignment)) \
-        if graded.is_dir() else []
+    table = {r["student_id"]: r for r in rows(course, [assignment])}
+    if student and id_problem(student):
+        print(id_problem(student).text(), file=out)
+        return []
     notebooks = course.notebooks(assignment)
+    everyone = sorted(p.name for p in graded.iterdir() if _is_dir(p / assignment) and any(
+        _is_file(p / assignment / f"{n}.ipynb") for n in notebooks)) if graded.is_dir() else []
+    ungraded = sorted(s for s in table if s not in everyone and not id_problem(s) and (not student or s == student))
+    students = [student] if student and student in everyone else [] if student else \
+        [s for s in everyone if not id_problem(s)]
     problems, written = {}, []
     with tempfile.TemporaryDirectory(prefix="aihw-feedback-") as tmp:
         stage = Path(tmp)
@@ -40,11 +57,13 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
                 if not _is_dir(graded / s) or not _is_dir(graded / s / assignment):
                     raise UnsafeFile(msg("grading.unsafe_file", name=f"{s}/{assignment}", kind="not graded"))
                 dest = make_folder(stage, "autograded", s, assignment)
+                banner = _banner(assignment, s, table.get(s))
                 for name in notebooks:
                     try:
-                        write_new(dest / f"{name}.ipynb", read_regular(graded, f"{s}/{assignment}/{name}.ipynb"))
+                        data = read_regular(graded, f"{s}/{assignment}/{name}.ipynb")
                     except FileNotFoundError:
                         continue
+                    write_new(dest / f"{name}.ipynb", _with_banner(data, banner))
                 staged.append(s)
             except (OSError, ValueError) as exc:
                 problems[s] = exc.reason.en if isinstance(exc, UnsafeFile) else f"{type(exc).__name__}: {exc}"
@@ -65,12 +84,89 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
                     written.append(dest / name)
             except (OSError, ValueError) as exc:
                 problems[s] = exc.reason.en if isinstance(exc, UnsafeFile) else str(exc).splitlines()[0][:200]
+    for s in ungraded:
+        try:
+            page = _page(assignment, s, table[s]).encode("utf-8")
+            course.folder("feedback").mkdir(parents=True, exist_ok=True)
+            dest = fresh_folder(course.folder("feedback"), s, assignment)
+            for name in notebooks:
+                write_new(dest / f"{name}.html", page)
+                written.append(dest / f"{name}.html")
+        except OSError as exc:
+            problems[s] = exc.reason.en if isinstance(exc, UnsafeFile) else f"{type(exc).__name__}: {exc}"
     for s, detail in sorted(problems.items()):
         print(msg("grading.feedback_student_failed", student=s, detail=detail).text(), file=out)
     if release and written:
         succeed(api(course).release_feedback(assignment, student_id=student), "grading.feedback_failed",
                 assignment=assignment)
     return sorted(written)
+
+
+def _banner(assignment: str, student: str, row: dict | None) -> Message:
+    """What the feedback says first, as Markdown: score, lateness and penalty, reasons (both languages)."""
+    from .deadlines import duration, parse_time
+    if row is None:
+        return Message("", "")
+    lines_ko, lines_en = [], []
+    score = msg("grading.feedback_score", net=f"{row['score']:g}", max=f"{row['max_score']:g}")
+    lines_ko.append(f"**{score.ko}**")
+    lines_en.append(f"**{score.en}**")
+    if row.get("due") and row.get("submitted_at"):
+        late = (parse_time(row["submitted_at"]) - parse_time(row["due"])).total_seconds()
+        if late > 0:
+            ko = msg("grading.late_line", due=row["due"], late=duration(late).ko, received=row["submitted_at"],
+                     penalty=f"{row['late_penalty']:g}", raw=f"{row['raw_score']:g}", net=f"{row['score']:g}").ko
+            en = msg("grading.late_line", due=row["due"], late=duration(late).en, received=row["submitted_at"],
+                     penalty=f"{row['late_penalty']:g}", raw=f"{row['raw_score']:g}", net=f"{row['score']:g}").en
+        else:
+            line = msg("grading.on_time_line", due=row["due"], received=row["submitted_at"])
+            ko, en = line.ko, line.en
+        lines_ko.append(ko)
+        lines_en.append(en)
+    if row.get("reason_en"):
+        head = msg("grading.feedback_problems")
+        lines_ko += [head.ko] + [f"- {r}" for r in row["reason_ko"].split("; ")]
+        lines_en += [head.en] + [f"- {r}" for r in row["reason_en"].split("; ")]
+    return Message("\n\n".join(lines_ko), "\n\n".join(lines_en))
+
+
+def _with_banner(data: bytes, banner: Message) -> bytes:
+    """The graded notebook with ``banner`` as its first cell (a plain Markdown cell nbgrader does not grade)."""
+    if not banner.en:
+        return data
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception:
+        return data
+    title = msg("grading.feedback_title", assignment="", student="")
+    cell = nbformat.v4.new_markdown_cell(f"{banner.ko}\n\n---\n\n{banner.en}")
+    cell.metadata["aihw"] = {"feedback_banner": True, "title": title.en}
+    nb.cells.insert(0, cell)
+    return nbformat.writes(nb).encode("utf-8")
+
+
+def _page(assignment: str, student: str, row: dict) -> str:
+    """A feedback page for a submission that could not be graded: why, in both languages."""
+    esc = html_lib.escape
+    title = msg("grading.feedback_title", assignment=assignment, student=student)
+    banner = _banner(assignment, student, row)
+    lead = msg("grading.feedback_nothing_graded")
+
+    def block(lang: str, text: str, intro: str) -> str:
+        items = "".join(f"<p>{esc(p).replace('**', '')}</p>" if not p.startswith("- ") else f"<li>{esc(p[2:])}</li>"
+                        for p in text.split("\n\n") for p in p.split("\n"))
+        return f'<section lang="{lang}"><p>{esc(intro)}</p>{items}</section>'
+
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{esc(title.en)}</title></head><body>'
+            f"<h1>{esc(title.ko)}</h1>{block('ko', banner.ko, lead.ko)}<hr>"
+            f"<h1>{esc(title.en)}</h1>{block('en', banner.en, lead.en)}</body></html>\n")
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _is_dir(path: Path) -> bool:

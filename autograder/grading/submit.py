@@ -16,8 +16,9 @@ from pathlib import Path
 import nbformat
 
 from ..i18n import msg
-from .collect import MANIFEST, STUDENT_ID
+from .collect import MANIFEST
 from .course import Course
+from .roster import id_problem
 
 
 class SubmitError(ValueError):
@@ -28,8 +29,8 @@ def submit(course: Course, assignment: str, student: str, out_dir: Path | None =
     """Write the zip and return its path; raise :class:`SubmitError` if something is missing or malformed."""
     if not student:
         raise SubmitError(msg("grading.submit_need_id", assignment=assignment).text())
-    if not STUDENT_ID.match(student):
-        raise SubmitError(msg("grading.bad_student_id", student=student).text())
+    if id_problem(student):  # the one id rule (roster import, collect, grade, feedback, export ask it too)
+        raise SubmitError(id_problem(student).text())
     work = course.folder("release", assignment)
     if not work.is_dir():
         raise SubmitError(msg("grading.submit_no_exercise", assignment=assignment, folder=work).text())
