@@ -1,6 +1,9 @@
 """Grade a synthetic class sequentially with plain ``nbgrader autograde`` and with the parallel command.
 
-    python benchmarks/grade_class.py [--students 40] [--workers N]
+    python3 benchmarks/grade_class.py [--students 40] [--workers N]
+
+Run from any Python: without the course installed it re-runs itself with ``.venv``'s Python
+(made by ``python3 -m autograder start``).
 
 The class is N submissions of the demo exercise (tests/fixtures/course, no timing): a mix of
 correct, partly correct and blank answers. Prints both wall times, the speedup (target on
@@ -19,7 +22,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+VENV_PYTHON = REPO / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+try:  # run by a Python without the course installed (python3 benchmarks/grade_class.py): use the venv's
+    import nbgrader  # noqa: F401
+except ImportError:
+    if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != (REPO / ".venv").resolve():
+        os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve()), *sys.argv[1:]])
+    sys.exit("The course is not installed for this Python. Run `python3 -m autograder start` (creates .venv), "
+             f"then `{VENV_PYTHON.relative_to(REPO)} benchmarks/grade_class.py`.\n"
+             "이 Python에는 과정이 설치되어 있지 않습니다. `python3 -m autograder start`(.venv 생성) 후 "
+             f"`{VENV_PYTHON.relative_to(REPO)} benchmarks/grade_class.py`를 실행하세요.")
+sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the course's package and the test fixtures, from any folder
 
 from autograder.grading.batch import grade_class  # noqa: E402
 from autograder.grading.course import Course, use_venv_tools  # noqa: E402

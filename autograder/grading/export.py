@@ -102,6 +102,8 @@ def _row(gb, course: Course, assignment, student: str, person, late_plugin) -> d
     if submission.needs_manual_grade:
         status, problems = "needs manual grading", problems + [msg("grading.needs_manual")]
     late = submission.total_seconds_late
+    if late > 0 and status == "graded":
+        status = "late"
     if late > 0:
         problems.insert(0, msg("grading.late_note", late=duration(late).en, penalty=f"{penalty:g}"))
         problems[0] = Message(msg("grading.late_note", late=duration(late).ko, penalty=f"{penalty:g}").ko,

@@ -72,6 +72,7 @@ def grade(job: Job) -> Outcome:
             reason = admit(path) if path.exists() else msg("grading.missing_notebook", name=path.name)
             if reason is not None:
                 outcome.notes.append(reason.en)
+        outcome.timestamp = _received(submitted)  # nbgrader reads the same file; kept when nothing is graded
         if any(submitted.glob("*.ipynb")):  # else nothing to grade: every cell gets 0 (see merge)
             result = api(job.course, _config(job, root, notes)).autograde(job.assignment, job.student,
                                                                           force=True, create=True)
@@ -162,6 +163,15 @@ def _read_gradebook(outcome: Outcome, db: Path) -> None:
             outcome.late[nb.name] = nb.late_submission_penalty
             outcome.grades[nb.name] = {g.name: [g.auto_score, g.needs_manual_grade] for g in nb.grades}
             outcome.comments[nb.name] = {c.name: c.auto_comment for c in nb.comments}
+
+
+def _received(folder: Path) -> str | None:
+    """The time collect wrote in ``timestamp.txt`` (naive UTC, as nbgrader keeps it), or None."""
+    from nbgrader.utils import parse_utc
+    try:
+        return parse_utc((folder / "timestamp.txt").read_text(encoding="utf-8").strip()).isoformat()
+    except (OSError, ValueError, OverflowError):
+        return None
 
 
 def _last_line(text: str) -> str:
