@@ -180,14 +180,14 @@ def test_mfu_with_a_wrong_formula_gets_partial_credit(fixed_peak):
 def test_mfu_timed_far_from_the_reference_loses_the_timing_part(fixed_peak):
     parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S / 20)] * 3, STEP_S))  # no synchronize
     assert 0 < fraction(parts) < 1 and "Faster than the hardware can be" in parts[-1].message.en
-    parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S * 4)] * 3, STEP_S))  # timed the first call
+    parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S * 8)] * 3, STEP_S))  # timed the first call
     assert 0 < fraction(parts) < 1 and "Slower than expected" in parts[-1].message.en
 
 
 def test_mfu_measured_peak_is_accepted_within_its_band(fixed_peak):
     lo, hi = checks.MEASURED_PEAK_BAND
-    assert (lo, hi) == (0.4, 2.5)
-    for factor, ok in ((lo, True), (hi, True), (1.0, True), (0.3, False), (3.0, False)):
+    assert (lo, hi) == (0.1, 10.0)
+    for factor, ok in ((lo, True), (hi, True), (1.0, True), (0.05, False), (250.0, False)):  # 250x: an H100's fp32
         answer = mfu_answer([mfu_round(STEP_S, peak=factor * PEAK)] * 3, STEP_S)
         assert (mfu_share(answer) == 1.0) is ok, factor
 

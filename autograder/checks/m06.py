@@ -580,7 +580,8 @@ def _peak_for(device: str) -> float:
     return profile_for(device).peak("fp32") or measured_profile(device).peak("fp32")
 
 
-MEASURED_PEAK_BAND = (0.4, 2.5)  # a CPU's peak is measured: the learner's and the grader's come from different runs
+MEASURED_PEAK_BAND = (0.1, 10.0)  # a CPU's peak is measured, in the kernel and in the grader at other moments (up
+# to 5x apart on a loaded machine): only a peak from the wrong source (a GPU's spec, TFLOP vs FLOP) falls outside
 
 
 def _mfu_score(case, answer) -> list[Part]:
