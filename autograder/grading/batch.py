@@ -74,7 +74,8 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
             hardware = detect.submit(graded_on)  # detection (imports torch) overlaps the first gradings
             for outcome in progress(_run(jobs, workers), total=len(jobs), desc=msg("grading.progress").text("en"),
                                     leave=True):
-                _merge_one(gb, course, outcome, {"graded_on": hardware.result(), "isolated": isolate})
+                _merge_one(gb, course, outcome, {"graded_on": hardware.result(), "isolated": isolate,
+                                                       "limits": sandbox.mechanism(isolate)})
                 outcomes.append(outcome)
     except KeyboardInterrupt:  # what was merged is complete per submission: kept
         raise GradingError(msg("grading.interrupted", graded=len(outcomes), total=len(students)).text()) from None

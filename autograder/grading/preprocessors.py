@@ -171,6 +171,10 @@ class SandboxedExecute(Execute):
             why = msg("grading.stopped_memory", limit=round(self.memory_limit / 2**30, 2))
         elif reason == "time":
             why = msg("grading.stopped_time", limit=round(self.notebook_timeout))
+        elif reason == "processes":
+            why = msg("grading.stopped_processes", limit=sandbox.Quota().processes)
+        elif reason == "disk":
+            why = msg("grading.stopped_disk", limit=round(sandbox.Quota().disk_bytes / 2**30, 2))
         elif detail == "cell":
             why = msg("grading.stopped_cell", limit=self.timeout)
         else:
