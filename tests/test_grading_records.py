@@ -131,8 +131,11 @@ def count_positive(xs):
     return sum(1 for x in xs if x > 0)
 
 
-def observed_by_grader(n_cases, walls=(0.01, 0.01)):
-    return {f"m00.count|{i}": {"walls": list(walls), "reference": [None] * len(walls)} for i in range(n_cases)}
+def observed_by_grader(n_cases, walls=(0.01, 0.01), answer=count_positive):
+    """What the grader's referee keeps per case: the round answers sent while its clock ran, walls, references."""
+    cases = cases_for(task("m00.count"), True, SEED)[:n_cases]
+    return {f"m00.count|{i}": {"walls": list(walls), "reference": [None] * len(walls),
+                               "rounds": [answer(case)] * len(walls)} for i, case in enumerate(cases)}
 
 
 def test_measurement_records_are_rescored_with_what_the_grader_observed():
@@ -154,8 +157,10 @@ def test_a_forged_observation_is_replaced_by_the_graders():
                            "error": None} for c in cases]}
     out = {"output_type": "display_data", "data": {RECORD_MIME: json.dumps(forged)}, "metadata": {}}
     assert rescore(COUNT, [out], SEED, 1, {}).earned == 0
-    one_round = observed_by_grader(len(cases), walls=(0.01,))  # the grader saw one round of the two
-    assert rescore(COUNT, [out], SEED, 1, one_round).earned == 0
+    # the rounds scored are those the kernel sent while the grader's clock ran, whatever the record says
+    wrong_live = observed_by_grader(len(cases), answer=lambda case: -1)
+    assert rescore(COUNT, [out], SEED, 1, wrong_live).earned == 0
+    assert rescore(COUNT, [out], SEED, 1, observed_by_grader(len(cases), walls=(0.01,))).earned == 1
     assert rescore(COUNT, [out], SEED, 1, observed_by_grader(len(cases))).earned == 1
 
 

@@ -297,7 +297,7 @@ def test_observed_rounds_stop_at_the_first_missing_one(run_dir):
             ask(op="finish", task="m00.count", case=0, round=1, answer=2)
         finally:
             ask.close()
-    assert server.observed()["count"]["m00.count|0"] == {"walls": [], "reference": []}
+    assert server.observed()["count"]["m00.count|0"] == {"walls": [], "reference": [], "rounds": []}
 
 
 def test_the_server_takes_the_reference_with_the_round_answer(run_dir, monkeypatch):

@@ -112,12 +112,15 @@ def _valid(payload, call: Call, seed: int, expected: str) -> bool:
 
 
 def _with_observed(payload: dict, task_id: str, observed: dict) -> dict:
-    """The payload with each case's ``observed`` taken from the grader, never from the kernel."""
+    """The payload with each case's rounds and ``observed`` taken from the grader, never from the kernel:
+    the rounds scored are the answers the kernel sent while the grader's clock ran."""
     out = []
     for i, record in enumerate(payload["records"]):
         answer = record["answer"]
         if isinstance(answer, dict):
-            answer = {**answer, "observed": observed.get(f"{task_id}|{i}", {"walls": [], "reference": []})}
+            seen = observed.get(f"{task_id}|{i}", {})
+            answer = {"rounds": seen.get("rounds", []),
+                      "observed": {"walls": seen.get("walls", []), "reference": seen.get("reference", [])}}
         out.append({**record, "answer": answer})
     return {**payload, "records": out}
 

@@ -68,7 +68,7 @@ class RefereeServer:
                         reply = self._handle(session, line)
                         stream.write(json.dumps(reply) + "\n")
                         stream.flush()
-                except (OSError, ValueError):
+                except (OSError, ValueError, RecursionError):  # a broken client ends its own connection
                     pass
 
     def _handle(self, session: dict, line: str) -> dict:
@@ -91,13 +91,14 @@ class RefereeServer:
                 and 0 <= rnd < session["task"].rounds):
             return {"ok": False}
         seen = self.observations.setdefault(session["grade_id"], {}).setdefault(
-            f"{session['task_id']}|{case}", {"walls": {}, "reference": {}})
+            f"{session['task_id']}|{case}", {"walls": {}, "reference": {}, "rounds": {}})
         if op == "start":
             session["started"] = (case, rnd, time.perf_counter())
             return {"ok": True}
         if op == "finish" and session.get("started", (None, None))[:2] == (case, rnd):
             wall = time.perf_counter() - session.pop("started")[2]
             seen["walls"][rnd] = wall
+            seen["rounds"][rnd] = request.get("answer")  # the round's answer as sent then: the one that is scored
             seen["reference"][rnd] = take_reference(session["task"], session["cases"][case], request.get("answer"))
             return {"ok": True}
         return {"ok": False}
@@ -121,8 +122,8 @@ class RefereeServer:
 
     # ------------------------------------------------------------ for the rescoring
     def observed(self) -> dict:
-        """Plain data: grade id -> "task|case" -> {"walls": [...], "reference": [...]} in round order."""
-        return {grade_id: {key: {"walls": _ordered(v["walls"]), "reference": _ordered(v["reference"])}
+        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...]} in round order."""
+        return {grade_id: {key: {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
                            for key, v in tasks.items()}
                 for grade_id, tasks in self.observations.items()}
 
