@@ -229,13 +229,36 @@ def install() -> None:
     MARKER.write_text(fingerprint())
 
 
+def start_language() -> str:
+    """``ko`` or ``en`` for the start page: ``COURSE_LANG``, else the first language the locale settings name.
+
+    The settings are read in gettext's order (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), then the
+    locale in effect; ``C``/``POSIX`` (``C.UTF-8`` in many containers) says nothing and is
+    skipped. With no signal the page is English, and both start pages link to each other
+    at the top.
+    """
+    chosen = os.environ.get("COURSE_LANG", "")
+    if chosen in ("ko", "en"):
+        return chosen
+    names = os.environ.get("LANGUAGE", "").split(":") + [os.environ.get(k, "") for k in ("LC_ALL", "LC_MESSAGES", "LANG")]
+    names.append(locale.getlocale()[0] or "")
+    for name in names:
+        name = name.strip().lower()
+        if not name or name.split(".")[0] in ("c", "posix"):
+            continue
+        return "ko" if name.startswith("ko") else "en"
+    return "en"
+
+
 def start_page() -> Path:
-    lang = "ko" if (locale.getlocale()[0] or os.environ.get("LANG", "")).lower().startswith("ko") else "en"
-    return Path("lessons") / "00_start_here" / f"lesson.{lang}.ipynb"
+    return Path("lessons") / "00_start_here" / f"lesson.{start_language()}.ipynb"
 
 
 def start(args: list[str]) -> int:
     ensure_venv()
+    other = start_page().with_name("lesson.en.ipynb" if start_language() == "ko" else "lesson.ko.ipynb")
+    say(f"시작 페이지: {start_page()} (다른 언어: {other}; 맨 위 링크로 바꿀 수 있고, COURSE_LANG=ko 또는 en으로 정할 수 있습니다)",
+        f"Start page: {start_page()} (other language: {other}; switch with the links at its top, or set COURSE_LANG=ko or en)")
     cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}", str(ROOT / start_page()), *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)

@@ -51,7 +51,7 @@ class Band:
             text = text + msg("measure.above")
         elif value < self.lo:
             text = text + msg("measure.below")
-        return Part(self.contains(value), text, weight)
+        return Part(self.contains(value), text, weight, measured=True)
 
 
 @lru_cache(maxsize=1)
@@ -262,4 +262,4 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
                     hi=_num(hi * ref), reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
     if not lo <= ratio <= hi:
         text = text + msg("measure.above" if (ratio > hi) == faster_above else "measure.below")
-    return True, [Part(lo <= ratio <= hi, text, weight)]
+    return True, [Part(lo <= ratio <= hi, text, weight, measured=True)]

@@ -3,25 +3,96 @@ from __future__ import annotations
 
 import html
 import os
+import shlex
+import subprocess
 from typing import Iterable, Sequence
 
 from . import plotting
 from .i18n import Message, get_language, set_language
 
 
+NOTEBOOK_ENV = "COURSE_NOTEBOOK"  # a runner that knows the notebook's path may name it here
+
+
 def notebook_language() -> str | None:
-    """``ko``/``en`` from the running notebook's file name (``lesson.ko.ipynb``), if known."""
-    name = os.environ.get("JPY_SESSION_NAME", "")  # jupyter-server sets it for each kernel
+    """``ko``/``en`` of the running notebook, if it can be known.
+
+    In order: the name jupyter-server gives the kernel (``JPY_SESSION_NAME``), the path in
+    ``COURSE_NOTEBOOK``, then, where the kernel is run headless (nbclient, ``jupyter
+    execute``/``nbconvert --execute``, papermill, nbval), the notebooks named on the command
+    line of the process that started the kernel, when they are in the kernel's folder and
+    agree. A notebook's language is its metadata ``language`` field, else its name
+    (``lesson.ko.ipynb``).
+    """
+    for name in (os.environ.get("JPY_SESSION_NAME", ""), os.environ.get(NOTEBOOK_ENV, "")):
+        lang = _language_of(name) if name else None
+        if lang:
+            return lang
+    found = {_language_of(path) for path in _launcher_notebooks()}
+    found.discard(None)
+    return found.pop() if len(found) == 1 else None
+
+
+def _language_of(path: str) -> str | None:
+    """The language of the notebook at ``path``: its metadata ``language``, else its name."""
+    try:
+        import json
+        with open(path, encoding="utf-8") as handle:
+            lang = (json.load(handle).get("metadata") or {}).get("language")
+        if lang in ("ko", "en"):
+            return lang
+    except (OSError, ValueError, AttributeError):
+        pass
     for lang in ("ko", "en"):
-        if name.endswith(f".{lang}.ipynb"):
+        if str(path).endswith(f".{lang}.ipynb"):
             return lang
     return None
+
+
+def _launcher_notebooks() -> list[str]:
+    """Notebooks in this kernel's folder named on the command line of the process that started it."""
+    pid = os.environ.get("JPY_PARENT_PID") or str(os.getppid())
+    args, parent_cwd = _command_line(pid)
+    here = os.path.realpath(os.getcwd())
+    out = []
+    for arg in args:
+        value = arg.split("=", 1)[-1]
+        if not value.endswith(".ipynb"):
+            continue
+        path = value if os.path.isabs(value) else os.path.join(parent_cwd or here, value)
+        if parent_cwd is None and not os.path.exists(path):
+            path = os.path.join(here, os.path.basename(value))
+        if os.path.isfile(path) and os.path.dirname(os.path.realpath(path)) == here:
+            out.append(path)
+    return out
+
+
+def _command_line(pid: str) -> tuple[list[str], str | None]:
+    """(arguments, working folder) of process ``pid``; empty where the system does not say."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            args = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+        try:
+            return args, os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            return args, None
+    except OSError:
+        pass
+    if os.name != "posix":
+        return [], None
+    try:
+        text = subprocess.run(["ps", "-o", "command=", "-p", pid], capture_output=True, text=True,
+                              timeout=5).stdout
+        return shlex.split(text), None
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return [], None
 
 
 def setup(lang: str | None = None) -> str:
     """Prepare plots for Korean text and choose the language; returns the language.
 
-    Order: ``lang`` argument, then ``COURSE_LANG``, then the notebook's name, else both.
+    Order: ``lang`` argument, then ``COURSE_LANG``, then the notebook's language
+    (:func:`notebook_language`), else both.
     """
     plotting.setup()
     chosen = lang or (None if os.environ.get("COURSE_LANG") else notebook_language())

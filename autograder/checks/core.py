@@ -17,6 +17,7 @@ import json
 import os
 import random
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -40,6 +41,7 @@ class Part:
     ok: bool
     message: Message
     weight: float = 1.0
+    measured: bool = False  # a measurement against its band: the verdict shows it even when it passed
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Task:
     measurement: bool = False  # times the device: graded side by side with a reference (see referee.py)
     reference: Callable[[Any, Any], Any] | None = None  # measurement: (case, round's answer) -> reference data
     rounds: int = 1  # measurement: learner and reference take turns this many times per case
+    hint: Callable[[str], "Message | None"] | None = None  # error text -> a hint for a common mistake
 
 
 def canonical(value: Any) -> Any:
@@ -132,7 +135,7 @@ def score_records(task: Task, records: list[dict]) -> list[Part]:
         elif error and error.startswith("not serializable"):
             parts.append(Part(False, msg("check.not_serializable", found=error)))
         elif error:
-            parts.append(Part(False, msg("check.raised", case=_short(record["case"]), error=error)))
+            parts.append(Part(False, _raised(task, record["case"], error)))
         else:
             try:
                 scored = task.score(record["case"], record["answer"])
@@ -144,29 +147,69 @@ def score_records(task: Task, records: list[dict]) -> list[Part]:
     return parts
 
 
+def _raised(task: Task, case: Any, error: str) -> Message:
+    """``check.raised`` with the task's hint for this error, if it has one."""
+    text = msg("check.raised", case=_short(case), error=error)
+    hint = None
+    if task.hint is not None:
+        try:
+            hint = task.hint(error)
+        except Exception:  # a hint must never hide the verdict
+            hint = None
+    return text + hint if hint is not None else text
+
+
 def fraction(parts: list[Part]) -> float:
     total = sum(p.weight for p in parts)
     return sum(p.weight for p in parts if p.ok) / total if total else 0.0
+
+
+WIDTH = 80  # nbgrader validate cuts every line of a verdict after 87 characters
+
+
+def validating() -> bool:
+    """True inside ``nbgrader validate`` (and the Validate button)."""
+    return os.environ.get("NBGRADER_EXECUTION") == "validate" or os.environ.get("NBGRADER_VALIDATING") == "1"
 
 
 def report(title: Message, parts: list[Part], points: float) -> float | None:
     """Print the verdict; return partial points, None for full marks, raise for none.
 
     nbgrader reads a test cell's numeric result as the points earned, gives full
-    marks to a cell without one, and zero to a cell that raised.
+    marks to a cell without one, and zero to a cell that raised. A measurement
+    shows its value and band even when it passed. Under ``nbgrader validate`` a
+    partial verdict is raised, because validate shows only an error's text (and
+    its own English "Partial credit" line for a numeric result).
     """
     share = fraction(parts)
     failed = list(dict.fromkeys(p.message for p in parts if not p.ok))
-    lines = ["  ❌ " + m.text().replace("\n", "\n     ") for m in failed[:8]]
-    detail = "\n".join(lines + (["  …"] if len(failed) > 8 else []))
+    shown = list(dict.fromkeys(p.message for p in parts if p.ok and p.measured))
+    detail = "\n".join(_items("❌", failed))
     if share >= 1.0:
-        print(_titled("check.passed", title))
+        print("\n".join([_titled("check.passed", title)] + _items("✅", shown)))
         return None
     if share <= 0.0:
         raise CheckFailed(f"{_titled('check.failed', title)}\n{detail}")
     earned = round(points * share, 2)
-    print(_titled("check.partial", title, earned=earned, points=points) + "\n" + detail)
+    text = "\n".join([_titled("check.partial", title, earned=earned, points=points,
+                               failed=len(failed), items=len(dict.fromkeys(p.message for p in parts))),
+                      detail] + _items("✅", shown))
+    if validating():
+        raise CheckFailed(text)
+    print(text)
     return earned
+
+
+def _items(mark: str, messages: list[Message], limit: int = 8) -> list[str]:
+    """One item per message, every line wrapped to :data:`WIDTH` characters."""
+    lines = []
+    for m in messages[:limit]:
+        wrapped = [textwrap.fill(line, WIDTH, initial_indent="     ", subsequent_indent="     ",
+                                 break_long_words=False, break_on_hyphens=False)
+                   for line in m.text().splitlines() if line.strip()]
+        text = "\n".join(wrapped)
+        lines.append(f"  {mark} " + text[5:])
+    return lines + (["  …"] if len(messages) > limit else [])
 
 
 def _titled(key: str, title: Message, **values) -> str:

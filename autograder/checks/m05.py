@@ -22,6 +22,7 @@ RING_TIMEOUT_S = 45.0  # per gloo operation; only a deadlocked answer waits this
 TIME_OPS = ("all_gather", "reduce_scatter", "all_reduce", "all_reduce_in_network", "all_to_all")
 BUSBW_OPS = ("all_gather", "all_reduce", "all_to_all", "broadcast", "reduce", "reduce_scatter", "send_recv")
 MEASURE_SIZES = [1 << 20, 4 << 20]
+SKIPPED = "skipped after an error"  # a rank's record for a tensor it never reached (shown with m05.ring_skipped)
 COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
                "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "all_gather_object")
 
@@ -44,6 +45,17 @@ def _fmt(value: Any) -> str:
     if value_f is None:
         return repr(value)[:60]
     return f"{value_f:.6g}"
+
+
+def error_hint(error: str) -> Message | None:
+    """A hint for the common distributed mistakes behind an error's text (gloo's, torch's)."""
+    text = str(error or "")
+    if "Default process group has not been initialized" in text:
+        return _say("hint_dist_argument")
+    lowered = text.lower()
+    if "timed out" in lowered or "timeout" in lowered and ("send" in lowered or "recv" in lowered):
+        return _say("hint_deadlock")
+    return None
 
 
 def _ratio_hint(found: Any, want: float, hints: dict[float, str]) -> Message | None:
@@ -351,8 +363,8 @@ def _ring_answer(learner, case) -> dict:
     out = []
     for world_size, ranks in zip(case["world_sizes"], groups):
         for i, spec in enumerate(case["tensors"]):
-            records = [r[i] if i < len(r) else {"error": "skipped after an error"} for r in ranks]
-            errors = [rec["error"] for rec in records if rec.get("error")]
+            records = [r[i] if i < len(r) else {"error": SKIPPED} for r in ranks]
+            errors = sorted((rec["error"] for rec in records if rec.get("error")), key=lambda e: e == SKIPPED)
             out.append({"world_size": world_size, "spec": spec, "error": errors[0] if errors else None,
                         "match": all(rec.get("match") for rec in records) and not errors,
                         "used": sorted({u for rec in records for u in rec.get("used", [])}),
@@ -365,8 +377,12 @@ def _ring_score(case, answer) -> list[Part]:
     for res in answer["results"]:
         spec = res["spec"]
         where = f"world_size={res['world_size']}, {spec['dtype']}{spec['shape']}"
-        if res["error"]:
-            parts.append(Part(False, _say("ring_error", case=where, error=res["error"])))
+        if res["error"] == SKIPPED:
+            parts.append(Part(False, _say("ring_skipped", case=where)))
+        elif res["error"]:
+            hint = error_hint(res["error"])
+            text = _say("ring_error", case=where, error=res["error"])
+            parts.append(Part(False, text + hint if hint else text))
         elif res["used"]:
             parts.append(Part(False, _say("ring_collective", case=where, used=", ".join(res["used"]))))
         else:
@@ -524,7 +540,8 @@ def _measure_score(case, answer) -> list[Part]:
                 or len(r["learner"]) != len(sizes) or not all(isinstance(v, (int, float)) and v > 0 for v in r["learner"])),
                None) if found else "-"
     if bad is not None:
-        return [Part(False, _say("measure_not_list", n=len(sizes), found=str(bad)), weight=len(sizes))]
+        text, hint = _say("measure_not_list", n=len(sizes), found=str(bad)), error_hint(str(bad))
+        return [Part(False, text + hint if hint else text, weight=len(sizes))]
     why = referee.unmeasured(answer, lambda r: _one_call_seconds(sizes, r["learner"], n))
     if why:
         key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
@@ -627,10 +644,10 @@ TASKS = {
     "busbw": Task(title=_say("title_busbw"), answer=_busbw_answer, score=_busbw_score,
                   visible=_busbw_visible, hidden=_busbw_hidden),
     "ring": Task(title=_say("title_ring"), answer=_ring_answer, score=_ring_score,
-                 visible=_ring_visible, hidden=_ring_hidden),
+                 visible=_ring_visible, hidden=_ring_hidden, hint=error_hint),
     "measure": Task(title=_say("title_measure"), answer=_measure_answer, score=_measure_score,
                     visible=_measure_visible, hidden=_measure_hidden, measurement=True,
-                    reference=_measure_reference, rounds=2),
+                    reference=_measure_reference, rounds=2, hint=error_hint),
     "batch": Task(title=_say("title_batch"), answer=_batch_answer, score=_batch_score,
                   visible=_batch_visible, hidden=_batch_hidden),
 }

@@ -66,10 +66,18 @@ def add_parser(subparsers) -> None:
     p.add_argument("--no-sandbox", action="store_true", help="grade without isolation")
     p.set_defaults(func=_check_hardware)
 
-    p = subparsers.add_parser("submit", parents=[parent], help="package an exercise for the instructor / 제출 파일 만들기")
-    p.add_argument("assignment", help="e.g. 01_devices")
-    p.add_argument("--student", default=os.environ.get("COURSE_STUDENT_ID"), help="your id (or COURSE_STUDENT_ID)")
-    p.add_argument("--to", type=Path, help="output folder (default: submissions/)")
+    p = subparsers.add_parser("submit", parents=[parent], help="제출 파일 만들기 / package an exercise for the instructor",
+                              description="실습 노트북을 zip 하나로 묶고, 풀지 않은 과제와 통과하지 못한 확인 셀을 알려 줍니다. / "
+                                          "Packs an exercise's notebooks into one zip and lists tasks not attempted "
+                                          "and visible checks that fail.")
+    p.add_argument("assignment", help="실습 폴더 이름, 예: 01_devices / the exercise folder, e.g. 01_devices")
+    p.add_argument("--student", default=os.environ.get("COURSE_STUDENT_ID"),
+                   help="내 학번 (또는 환경 변수 COURSE_STUDENT_ID) / your id (or COURSE_STUDENT_ID)")
+    p.add_argument("--to", type=Path, help="zip을 만들 폴더 (기본: submissions/) / output folder (default: submissions/)")
+    p.add_argument("--no-check", action="store_true",
+                   help="확인 셀을 실행하지 않습니다 / do not run the visible checks")
+    p.add_argument("--check-timeout", type=float, default=300,
+                   help="확인 셀 전체의 시간 한도(초, 기본 300) / time limit for the visible checks (s, default 300)")
     p.set_defaults(func=_submit)
 
 
@@ -202,6 +210,16 @@ def _check_hardware(args):
 
 @_guard
 def _submit(args):
-    from .submit import submit
-    path = submit(_course(args), args.assignment, args.student or "", args.to)
+    from .submit import review, submit
+    course = _course(args)
+    path = submit(course, args.assignment, args.student or "", args.to)
+    if not args.no_check:
+        print(msg("grading.submit_checking", seconds=f"{args.check_timeout:g}").text(), flush=True)
+    notes = review(course, args.assignment, run=not args.no_check, timeout_s=args.check_timeout)
+    for note in notes:
+        print(note.text())
+    if notes:
+        print(msg("grading.submit_with_problems").text())
+    else:
+        print(msg("grading.submit_not_checked" if args.no_check else "grading.submit_all_good").text())
     print(msg("grading.submitted", path=path).text())

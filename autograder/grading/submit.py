@@ -3,19 +3,28 @@
 ``python -m autograder submit 01_devices --student kim01`` checks that every notebook of
 the exercise is there and readable, then writes ``submissions/kim01__01_devices.zip``
 (the notebooks and ``submission.json``), ready for
-``instructor collect``.
+``instructor collect``. :func:`review` then tells the learner which tasks were not
+attempted and which visible checks fail (``--no-check`` skips running the checks).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 import zipfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
 
-from ..i18n import msg
+from ..i18n import Message, msg
 from .collect import MANIFEST
 from .course import Course
 from .roster import id_problem
@@ -60,3 +69,163 @@ def _readable(path: Path) -> None:
             raise ValueError(f"nbformat {nb.nbformat}")
     except Exception as exc:  # any reason the notebook cannot be read
         raise SubmitError(msg("grading.submit_malformed", path=path, error=str(exc).splitlines()[0][:200]).text()) from None
+
+
+# ---------------------------------------------------------------- what the learner should know before sending it
+CHECK_TIMEOUT_S = 300.0  # the whole run of the visible checks; --check-timeout changes it
+_CHECK_CALL = re.compile(r"""check\(\s*["']([A-Za-z0-9_]+\.[A-Za-z0-9_]+)["']""")
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A test cell of the exercise: the task it checks and whether its answer cells were left as released."""
+
+    notebook: str
+    cell: int
+    grade_id: str
+    task: str | None
+    points: float
+    untouched: bool
+
+
+def review(course: Course, assignment: str, run: bool = True, timeout_s: float = CHECK_TIMEOUT_S) -> list[Message]:
+    """What to tell the learner before the zip goes out: tasks not attempted and visible checks that fail.
+
+    Tasks whose answer cells still hold the released stub (``raise NotImplementedError()``)
+    are listed without running anything. With ``run``, each notebook runs in a separate
+    process (nbclient, like ``nbgrader validate``) for at most ``timeout_s`` seconds, and
+    every attempted task whose visible check does not pass is listed.
+    """
+    work = course.folder("release", assignment)
+    notes: list[Message] = []
+    pending: list[Graded] = []
+    for name in course.notebooks(assignment):
+        graded = tasks_of(nbformat.read(str(work / f"{name}.ipynb"), as_version=4), name)
+        notes += [_say("grading.submit_not_attempted", task=_label(g)) for g in graded if g.untouched]
+        pending += [g for g in graded if not g.untouched]
+    if not run or not pending:
+        return notes
+    deadline, checked = time.monotonic() + timeout_s, set()
+    for name in dict.fromkeys(g.notebook for g in pending):
+        mine = [g for g in pending if g.notebook == name]
+        results, finished = run_checks(work / f"{name}.ipynb", [g.cell for g in mine],
+                                       max(1.0, deadline - time.monotonic()))
+        checked |= {(name, cell) for cell in results}
+        for g in mine:
+            score = results.get(g.cell)
+            if score is not None and score < g.points:
+                notes.append(_say("grading.submit_check_fails", task=_label(g), earned=f"{score:g}", points=f"{g.points:g}"))
+        if not finished:
+            left = [_label(g) for g in pending if (g.notebook, g.cell) not in checked]
+            notes.append(_say("grading.submit_checks_unfinished", seconds=f"{timeout_s:g}",
+                              left=Message(", ".join(m.ko for m in left) or "-", ", ".join(m.en for m in left) or "-")))
+            break
+    return notes
+
+
+def _say(key: str, **values) -> Message:
+    """``msg(key)`` with Message values put in language by language."""
+    base = msg(key)
+    return Message(base.ko.format(**{k: getattr(v, "ko", v) for k, v in values.items()}),
+                   base.en.format(**{k: getattr(v, "en", v) for k, v in values.items()}))
+
+
+def tasks_of(nb, notebook: str = "") -> list[Graded]:
+    """The graded test cells of ``nb``, each with whether the answer cells before it are untouched."""
+    from nbgrader.utils import compute_checksum
+
+    out, answers = [], []
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution") and not meta.get("grade"):
+            answers.append(cell)
+        elif meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+            found = _CHECK_CALL.search(cell.source)
+            untouched = bool(answers) and all(
+                "raise NotImplementedError" in c.source or c.metadata.nbgrader.get("checksum") == compute_checksum(c)
+                for c in answers)
+            out.append(Graded(notebook, i, meta.get("grade_id", str(i)), found.group(1) if found else None,
+                              float(meta.get("points", 0)), untouched))
+            answers = []
+    return out
+
+
+def _label(g: Graded) -> Message:
+    """The task's bilingual title, or its test cell's id."""
+    if g.task:
+        try:
+            from ..checks import task
+            return task(g.task).title
+        except Exception:  # an unknown or broken task still gets listed
+            pass
+    return Message(g.grade_id, g.grade_id)
+
+
+def run_checks(path: Path, cells: list[int], timeout_s: float) -> tuple[dict[int, float], bool]:
+    """Run the notebook at ``path`` in a new process; ({test cell index: points earned}, finished in time).
+
+    Only the listed test cells run (with every other cell that is not a test cell). The
+    process writes one line per test cell as it finishes, so a run stopped at its time
+    limit still reports the cells it got through.
+    """
+    cmd = [sys.executable, "-m", "autograder.grading.submit", str(path), ",".join(map(str, cells))]
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env.pop("COURSE_RECORD_ANSWERS", None)
+    env.pop("COURSE_REFEREE", None)
+    kwargs = {"start_new_session": True} if os.name == "posix" else {}
+    results: dict[int, float] = {}
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                cwd=str(path.parent), env=env, **kwargs)
+        try:
+            proc.wait(timeout=timeout_s)
+            finished = proc.returncode == 0
+        except subprocess.TimeoutExpired:
+            finished = False
+            _stop(proc)
+        out.seek(0)
+        for line in out:
+            try:
+                row = json.loads(line)
+                results[int(row["cell"])] = float(row["score"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return results, finished
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the checking process this module started, and its kernel (same session)."""
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+        proc.wait(timeout=10)
+    except (ProcessLookupError, PermissionError, OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def _execute(path: str, cells: str) -> None:
+    """The checking process: execute the notebook (test cells: only ``cells``), one JSON line per test cell."""
+    from nbclient import NotebookClient
+    from nbgrader.utils import determine_grade, is_grade
+
+    wanted = {int(c) for c in cells.split(",") if c}
+    nb = nbformat.read(path, as_version=4)
+    keep = [i for i, cell in enumerate(nb.cells) if not (is_grade(cell) and cell.cell_type == "code") or i in wanted]
+    index = {id(nb.cells[i]): i for i in keep}
+    nb.cells = [nb.cells[i] for i in keep]
+
+    def done(cell, cell_index, **_):
+        if id(cell) in index and index[id(cell)] in wanted:
+            score, _max = determine_grade(cell)
+            sys.stdout.write(json.dumps({"cell": index[id(cell)], "score": score}) + "\n")
+            sys.stdout.flush()
+
+    client = NotebookClient(nb, timeout=None, allow_errors=True, kernel_name="python3",
+                            resources={"metadata": {"path": str(Path(path).parent)}}, on_cell_executed=done)
+    client.execute()
+
+
+if __name__ == "__main__":
+    _execute(sys.argv[1], sys.argv[2])
