@@ -44,6 +44,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cell-timeout", type=int, help="셀당 초 (기본: Execute.timeout) / seconds per cell (default: Execute.timeout)")
     p.add_argument("--notebook-timeout", type=float, default=1800, help="노트북당 초 (기본 1800) / seconds per notebook (default 1800)")
     p.add_argument("--memory-gb", type=float, default=4, help="제출물당 메모리 GiB (기본 4) / memory per submission in GiB (default 4)")
+    p.add_argument("--scheduler", help="Dask 스케줄러 주소, 예: tcp://10.0.0.5:8786 — 제출물마다 작업 하나를 그 워커에서 채점 "
+                                       "(기본: 이 기계의 워커 프로세스) / Dask scheduler address, e.g. tcp://10.0.0.5:8786: "
+                                       "one task per submission on its workers (default: this machine's worker processes)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--require-sandbox", action="store_true", help="bubblewrap을 쓸 수 없으면 실패 / fail if bubblewrap is not usable")
     mode.add_argument("--no-sandbox", action="store_true", help="격리 없이 채점 / grade without isolation")
@@ -178,7 +181,8 @@ def _grade(args):
     limits = Limits(args.cell_timeout, args.notebook_timeout, int(args.memory_gb * 2**30))
     isolate = True if args.require_sandbox else False if args.no_sandbox else None
     students = args.students.split(",") if args.students else None
-    graded = {o.student for o in grade_class(course, args.assignment, students, args.workers, limits, isolate)}
+    graded = {o.student for o in grade_class(course, args.assignment, students, args.workers, limits, isolate,
+                                             scheduler=args.scheduler)}
     print(summary([r for r in rows(course, [args.assignment]) if r["student_id"] in graded]))
 
 

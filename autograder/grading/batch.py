@@ -39,10 +39,13 @@ def submissions(course: Course, assignment: str) -> list[str]:
 
 
 def grade_class(course: Course, assignment: str, students: list[str] | None = None, workers: int | None = None,
-                limits: Limits = Limits(), isolate: bool | None = None, out=None) -> list[Outcome]:
+                limits: Limits = Limits(), isolate: bool | None = None, out=None,
+                scheduler: str | None = None) -> list[Outcome]:
     """Autograde ``students`` (default: every submission) and merge the results; returns one Outcome each.
 
     ``isolate``: None = bubblewrap if available (else a notice), True = require it, False = no sandbox.
+    ``scheduler``: a Dask scheduler's address (``tcp://host:8786``): one task per submission on its
+    workers (see distributed.py; each worker decides ``isolate=None`` for itself); None = the local pool.
     """
     use_venv_tools()
     for student in students or []:
@@ -57,7 +60,7 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
         raise GradingError(msg("grading.nothing_submitted", assignment=assignment,
                                folder=course.folder("submitted")).text())
     out = out or sys.stdout
-    isolate = _isolation(isolate, out)
+    isolate = _isolation(isolate, out) if scheduler is None else isolate
     _ensure_in_gradebook(course, assignment)
     workers = max(1, min(workers or os.cpu_count() or 1, len(students)))
     _remove_stale_scratch()
@@ -70,6 +73,14 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
         (scratch / "device.lock").touch()
         jobs = [Job(course, assignment, s, str(scratch), secrets.randbelow(2**31), limits, isolate)
                 for s in students]
+        if scheduler is not None:
+            from .distributed import run
+            with Gradebook(course.gradebook_url, course.course_id) as gb:
+                for outcome, context in progress(run(jobs, scheduler, scratch, out), total=len(jobs),
+                                                 desc=msg("grading.progress").text("en"), leave=True):
+                    _merge_one(gb, course, outcome, context)  # context: the worker's machine and hardware
+                    outcomes.append(outcome)
+            return sorted(outcomes, key=lambda o: o.student)
         with ThreadPoolExecutor(1) as detect, Gradebook(course.gradebook_url, course.course_id) as gb:
             hardware = detect.submit(graded_on)  # detection (imports torch) overlaps the first gradings
             for outcome in progress(_run(jobs, workers), total=len(jobs), desc=msg("grading.progress").text("en"),
