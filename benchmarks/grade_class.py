@@ -1,20 +1,25 @@
-"""Grade a synthetic class sequentially with plain ``nbgrader autograde`` and with the parallel command.
+"""Grade a synthetic class sequentially with plain ``nbgrader autograde``, with the parallel command, and on Dask.
 
-    python3 benchmarks/grade_class.py [--students 40] [--workers N]
+    python3 benchmarks/grade_class.py [--students 40] [--workers N] [--runs 3] [--no-dask]
 
 Run from any Python: without the course installed it re-runs itself with ``.venv``'s Python
 (made by ``python3 -m autograder start``).
 
 The class is N submissions of the demo exercise (tests/fixtures/course, no timing): a mix of
-correct, partly correct and blank answers. Prints both wall times, the speedup (target on
-2 cores: >= 1.6), and the overhead per submission over executing the notebook alone
-(nbclient, no grading). The parallel run isolates kernels with bubblewrap when available.
+correct, partly correct and blank answers. Each run prints both wall times, the speedup (target on
+2 cores: >= 1.6), and the overhead per submission over executing the notebook alone (nbclient, no
+grading); the summary gives the median of the runs. The parallel run isolates kernels with
+bubblewrap when available. With Dask installed the same class is also graded through a scheduler
+and N one-thread workers started here on 127.0.0.1 (``--scheduler``), and the Dask/pool ratio is
+printed (target: within 15%). Worker-seconds per submission (wall time x workers / submissions: what one
+core spends on each) feed the scaling model in docs/instructor.md.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,34 +70,111 @@ def execute_alone(course: Course, repeats: int = 3) -> float:
     return (time.perf_counter() - start) / repeats
 
 
+class LocalCluster:
+    """A ``dask scheduler`` and ``workers`` one-thread ``dask worker`` processes on 127.0.0.1 (stopped by pid)."""
+
+    def __init__(self, workers: int, folder: Path):
+        self.workers, self.folder, self.processes = workers, folder, []
+
+    def __enter__(self) -> str:
+        import json
+        dask = Path(sys.executable).parent / "dask"
+        env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+        start = lambda *a: self.processes.append(subprocess.Popen(  # noqa: E731
+            [str(dask), *a], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+              "--scheduler-file", str(self.folder / "scheduler.json"))
+        deadline = time.monotonic() + 60
+        while not (self.folder / "scheduler.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(0.5)
+        address = json.loads((self.folder / "scheduler.json").read_text())["address"]
+        for _ in range(self.workers):
+            start("worker", address, "--nthreads", "1", "--host", "127.0.0.1", "--no-dashboard",
+                  "--preload", "autograder.grading.distributed")  # as docs/instructor.md starts them
+        from distributed import Client
+        with Client(address, timeout=60, set_as_default=False) as client:
+            client.wait_for_workers(self.workers, timeout=60)
+        return address
+
+    def __exit__(self, *exc):
+        import signal
+        for process in reversed(self.processes):
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(timeout=20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def one_run(students: int, workers: int, scheduler: str | None, tmp: Path) -> dict:
+    plain = make_class(tmp / "plain", students)
+    ours = make_class(tmp / "parallel", students)
+    alone = execute_alone(plain)
+
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=plain.root,
+                   check=True, capture_output=True)
+    sequential = time.perf_counter() - start
+
+    start = time.perf_counter()
+    grade_class(ours, ASSIGNMENT, workers=workers, out=sys.stderr)
+    parallel = time.perf_counter() - start
+    result = {"alone": alone, "sequential": sequential, "parallel": parallel}
+    if scheduler:
+        remote = make_class(tmp / "dask", students)
+        start = time.perf_counter()
+        grade_class(remote, ASSIGNMENT, scheduler=scheduler, out=sys.stderr)
+        result["dask"] = time.perf_counter() - start
+    return result
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--runs", type=int, default=3, help="runs; the summary gives their median (default 3)")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask run")
     args = parser.parse_args(argv)
     use_venv_tools()
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = make_class(Path(tmp) / "plain", args.students)
-        ours = make_class(Path(tmp) / "parallel", args.students)
-        alone = execute_alone(plain)
-
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=plain.root,
-                       check=True, capture_output=True)
-        sequential = time.perf_counter() - start
-
-        start = time.perf_counter()
-        grade_class(ours, ASSIGNMENT, workers=args.workers, out=sys.stderr)
-        parallel = time.perf_counter() - start
-
     n, w = args.students, args.workers
-    print(f"students: {n}, workers: {w}, cores: {os.cpu_count()}")
+    try:
+        import distributed  # noqa: F401
+        dask = not args.no_dask
+    except ImportError:
+        dask = False
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = LocalCluster(w, Path(tmp)) if dask else None
+        scheduler = cluster.__enter__() if cluster else None
+        try:
+            for i in range(max(1, args.runs)):
+                r = one_run(n, w, scheduler, Path(tmp) / f"run{i}")
+                runs.append(r)
+                print(f"run {i + 1}: alone {r['alone']:.2f} s, sequential nbgrader {r['sequential']:.1f} s, "
+                      f"parallel {r['parallel']:.1f} s (speedup {r['sequential'] / r['parallel']:.2f}x, overhead "
+                      f"{r['parallel'] * w / n - r['alone']:+.2f} s)"
+                      + (f", dask {r['dask']:.1f} s ({r['dask'] / r['parallel']:.2f}x the pool)" if "dask" in r else ""),
+                      flush=True)
+        finally:
+            if cluster:
+                cluster.__exit__(None, None, None)
+
+    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    alone, sequential, parallel = med("alone"), med("sequential"), med("parallel")
+    print(f"students: {n}, workers: {w}, cores: {os.cpu_count()}, runs: {len(runs)} (medians)")
     print(f"execute one notebook alone (nbclient): {alone:.2f} s")
     print(f"plain nbgrader autograde, sequential: {sequential:.1f} s ({sequential / n:.2f} s per submission, "
           f"overhead {sequential / n - alone:+.2f} s)")
     print(f"parallel, isolated, re-scored:       {parallel:.1f} s ({parallel / n:.2f} s per submission; "
           f"worker time {parallel * w / n:.2f} s, overhead {parallel * w / n - alone:+.2f} s)")
-    print(f"speedup: {sequential / parallel:.2f}x")
+    print(f"speedup: {statistics.median(r['sequential'] / r['parallel'] for r in runs):.2f}x")
+    if dask:
+        print(f"dask, {w} one-thread workers on 127.0.0.1: {med('dask'):.1f} s "
+              f"({statistics.median(r['dask'] / r['parallel'] for r in runs):.2f}x the local pool)")
     return 0
 
 

@@ -200,6 +200,26 @@ def _identity(data):
     return data
 
 
+_detection = None
+
+
+def _hardware():
+    """This machine's ``graded_on``, detected once per worker process in the background (it imports torch)."""
+    global _detection
+    if _detection is None:
+        from concurrent.futures import ThreadPoolExecutor
+        from .machine import graded_on
+        _detection = ThreadPoolExecutor(1, thread_name_prefix="aihw-detect").submit(graded_on)
+    return _detection
+
+
+def dask_setup(worker=None) -> None:
+    """``dask worker --preload autograder.grading.distributed``: the grader's modules are imported and the hardware
+    detected when the worker starts, not during its first submission."""
+    from . import worker as _  # noqa: F401 (nbgrader, nbconvert)
+    _hardware()
+
+
 def grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dict:
     """One task: grade ``spec['student']`` with ``worker.grade`` in a scratch course on this machine; plain data
     back. Never raises (an exception the client cannot unpickle would leave its future waiting)."""
@@ -215,9 +235,9 @@ def grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dict
 
 def _grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dict:
     from . import sandbox, worker
-    from .machine import graded_on
     from .worker import Limits
     start = time.monotonic()
+    hardware = _hardware()  # overlaps the grading
     here = base()
     _remove_stale(here, spec["token"])
     batch = here / spec["token"]
@@ -261,7 +281,7 @@ def _grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dic
     shutil.rmtree(folder, ignore_errors=True)
     data = dataclasses.asdict(outcome)
     data["autograded"] = ""
-    return {"outcome": data, "notebooks": notebooks, "graded_on": graded_on(), "machine": socket.gethostname(),
+    return {"outcome": data, "notebooks": notebooks, "graded_on": hardware.result(), "machine": socket.gethostname(),
             "worker": _worker_address(), "isolated": isolate, "limits": sandbox.mechanism(isolate)}
 
 
