@@ -7,6 +7,7 @@ honest stub; no batch stopped; the other students' grades (another assignment's 
 """
 import json
 import os
+import shutil
 import socket
 import stat
 import zipfile
@@ -318,3 +319,22 @@ def test_intake_refuses_an_old_nbgrader_schema(tmp_path):
                                                                    as_version=4), 3)))
     reason = admit(v3)
     assert reason is None or "\n" not in reason.en
+
+
+def test_an_exchange_submission_with_a_link_is_refused_at_collect(tmp_path):
+    """nbgrader's collect copies what a link in the exchange's inbound points at: such a submission is refused."""
+    from autograder.grading import collect
+    course = demo_course(tmp_path / "course")
+    solution = course.folder("source", ASSIGNMENT, "demo.ipynb")  # what a student would like to submit
+    inbound = course.root / ".exchange" / course.course_id / "inbound"
+    honest = inbound / f"alice+{ASSIGNMENT}+2026-11-23 10:00:00.000000 UTC+a1"
+    linker = inbound / f"mallory+{ASSIGNMENT}+2026-11-23 10:00:00.000000 UTC+b2"
+    for folder in (honest, linker):
+        folder.mkdir(parents=True)
+        (folder / "timestamp.txt").write_text("2026-11-23 10:00:00.000000 UTC")
+    shutil.copyfile(course.folder("release", ASSIGNMENT, "demo.ipynb"), honest / "demo.ipynb")
+    (linker / "demo.ipynb").symlink_to(solution)
+    done = {c.student: c for c in collect.from_exchange(course, ASSIGNMENT)}
+    assert done["alice"].problem is None and course.folder("submitted", "alice", ASSIGNMENT, "demo.ipynb").is_file()
+    assert done["mallory"].problem and "link" in done["mallory"].problem
+    assert not course.folder("submitted", "mallory", ASSIGNMENT).exists()

@@ -22,6 +22,7 @@ import io
 import os
 import json
 import re
+import shutil
 import stat
 import zipfile
 from dataclasses import dataclass
@@ -63,9 +64,11 @@ def from_exchange(course: Course, assignment: str) -> list[Collected]:
     """nbgrader collect (the exchange that ``nbgrader submit`` and the Assignments tab use); then each
     collected submission's time is the time its exchange folder was made (the folder's inode change
     time, which its owner cannot set back), not the time its name or ``timestamp.txt`` states."""
-    succeed(api(course).collect(assignment), "grading.collect_failed", assignment=assignment)
     config = course.config()
     inbound = Path(config.Exchange.root) / course.course_id / "inbound"
+    unsafe = {entry.name: found for entry in (inbound.glob(f"*+{assignment}+*") if inbound.is_dir() else [])
+              if (found := _special_entry(entry))}  # nbgrader's collect would copy what a link points at
+    succeed(api(course).collect(assignment), "grading.collect_failed", assignment=assignment)
     latest = {}
     for entry in inbound.glob(f"*+{assignment}+*") if inbound.is_dir() else []:
         parts = entry.name.split("+")
@@ -86,6 +89,12 @@ def from_exchange(course: Course, assignment: str) -> list[Collected]:
             done.append(_refused(course, assignment, student, name, id_problem(student)))
             continue
         folder = course.folder("submitted", student, assignment)
+        if name in unsafe:
+            if _is_folder(folder):
+                shutil.rmtree(folder)  # what nbgrader copied through the link: never graded
+            done.append(_refused(course, assignment, student, name, msg("grading.zip_link", name=name,
+                                                                           entry=unsafe[name])))
+            continue
         if not _is_folder(folder):
             continue
         disagrees = made - claimed > _seconds(TOLERANCE_S) or claimed - made > _seconds(TOLERANCE_S)
@@ -94,6 +103,21 @@ def from_exchange(course: Course, assignment: str) -> list[Collected]:
         note = _remember(course, assignment, student, name, at, claimed, disagrees, "exchange")
         done.append(Collected(student, name, note=note))
     return done
+
+
+def _special_entry(folder: Path) -> str | None:
+    """The first link or special file (FIFO, socket, device) inside a submission folder, or None."""
+    try:
+        if not stat.S_ISDIR(folder.lstat().st_mode):
+            return folder.name
+    except OSError:
+        return folder.name
+    for root, dirs, files in os.walk(folder):  # os.walk does not follow links into folders
+        for name in dirs + files:
+            mode = os.lstat(os.path.join(root, name)).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                return os.path.relpath(os.path.join(root, name), folder)
+    return None
 
 
 def _seconds(n: float):
