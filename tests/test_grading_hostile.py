@@ -336,5 +336,9 @@ def test_an_exchange_submission_with_a_link_is_refused_at_collect(tmp_path):
     (linker / "demo.ipynb").symlink_to(solution)
     done = {c.student: c for c in collect.from_exchange(course, ASSIGNMENT)}
     assert done["alice"].problem is None and course.folder("submitted", "alice", ASSIGNMENT, "demo.ipynb").is_file()
+    # the time is when the exchange folder was made (the instructor's clock), not the one its name states
+    from datetime import datetime, timezone
+    stamp = course.folder("submitted", "alice", ASSIGNMENT, "timestamp.txt").read_text()
+    assert abs((datetime.fromisoformat(stamp) - datetime.now(timezone.utc)).total_seconds()) < 120, stamp
     assert done["mallory"].problem and "link" in done["mallory"].problem
     assert not course.folder("submitted", "mallory", ASSIGNMENT).exists()
