@@ -10,7 +10,8 @@ from pathlib import Path
 c = get_config()  # noqa: F821 (provided by nbgrader)
 ROOT = Path(__file__).resolve().parent
 
-c.CourseDirectory.course_id = "ai-hardware"
+# A class server (deploy/jupyterhub/) sets COURSE_ID and COURSE_EXCHANGE for every user.
+c.CourseDirectory.course_id = os.environ.get("COURSE_ID", "ai-hardware")
 c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
@@ -43,3 +44,12 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.ClearHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+
+# First open of a fresh clone: the gradebook's folder and the exchange must exist, or the Formgrader
+# answers 500 and the Assignments list errors (autograder/grading/firstopen.py).
+try:
+    from autograder.grading.firstopen import prepare
+except ImportError:  # nbgrader from another environment, without the course installed
+    pass
+else:
+    prepare(c.CourseDirectory.db_url, c.Exchange.root)
