@@ -23,7 +23,7 @@ import nbformat
 
 from ..i18n import Message, msg
 from .course import Course, api, succeed
-from .scratch import UnsafeFile, fresh_folder, make_folder, read_regular, write_new
+from .scratch import TIMESTAMP, UnsafeFile, fresh_folder, make_folder, read_regular, write_new
 
 
 def feedback(course: Course, assignment: str, student: str | None = None, release: bool = False,
@@ -82,6 +82,7 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
                 for name, data in html.items():
                     write_new(dest / name, data)
                     written.append(dest / name)
+                _stamp(course, s, assignment, dest)
             except (OSError, ValueError) as exc:
                 problems[s] = exc.reason.en if isinstance(exc, UnsafeFile) else str(exc).splitlines()[0][:200]
     for s in ungraded:
@@ -92,14 +93,32 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
             for name in notebooks:
                 write_new(dest / f"{name}.html", page)
                 written.append(dest / f"{name}.html")
+            _stamp(course, s, assignment, dest)
         except OSError as exc:
             problems[s] = exc.reason.en if isinstance(exc, UnsafeFile) else f"{type(exc).__name__}: {exc}"
     for s, detail in sorted(problems.items()):
         print(msg("grading.feedback_student_failed", student=s, detail=detail).text(), file=out)
     if release and written:
-        succeed(api(course).release_feedback(assignment, student_id=student), "grading.feedback_failed",
+        config = course.config()  # feedback of a submission that did not come through the exchange stays here
+        config.CourseDirectory.student_id_exclude = ",".join(sorted(
+            {p.parent.parent.name for p in written if not (p.parent / SUBMISSION_FILES[1]).is_file()}))
+        succeed(api(course, config).release_feedback(assignment, student_id=student), "grading.feedback_failed",
                 assignment=assignment)
     return sorted(written)
+
+
+SUBMISSION_FILES = (TIMESTAMP, "submission_secret.txt")  # what nbgrader's release_feedback reads next to the HTML
+
+
+def _stamp(course: Course, student: str, assignment: str, dest: Path) -> None:
+    """The submission's time and secret (from the exchange) next to its feedback: nbgrader's release_feedback
+    names the released feedback by them."""
+    for name in SUBMISSION_FILES:
+        try:
+            data = read_regular(course.folder("submitted"), f"{student}/{assignment}/{name}")
+        except (OSError, ValueError):
+            continue  # not collected from the exchange: nothing to release for this student
+        write_new(dest / name, data)
 
 
 def _banner(assignment: str, student: str, row: dict | None) -> Message:
