@@ -26,18 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-VENV_PYTHON = REPO / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+from course_python import REPO, ensure  # the benchmarks folder is first on sys.path
 
-try:  # run by a Python without the course installed (python3 benchmarks/grade_class.py): use the venv's
-    import nbgrader  # noqa: F401
-except ImportError:
-    if VENV_PYTHON.exists() and Path(sys.prefix).resolve() != (REPO / ".venv").resolve():
-        os.execv(str(VENV_PYTHON), [str(VENV_PYTHON), str(Path(__file__).resolve()), *sys.argv[1:]])
-    sys.exit("The course is not installed for this Python. Run `python3 -m autograder start` (creates .venv), "
-             f"then `{VENV_PYTHON.relative_to(REPO)} benchmarks/grade_class.py`.\n"
-             "이 Python에는 과정이 설치되어 있지 않습니다. `python3 -m autograder start`(.venv 생성) 후 "
-             f"`{VENV_PYTHON.relative_to(REPO)} benchmarks/grade_class.py`를 실행하세요.")
+ensure(__file__)
 sys.path[:0] = [str(REPO), str(REPO / "tests")]  # the course's package and the test fixtures, from any folder
 
 from autograder.grading.batch import grade_class  # noqa: E402
