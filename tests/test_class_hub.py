@@ -26,7 +26,6 @@ import secrets
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grading.course import REPO
+from fixtures.accounts import blocked_ancestors, python_namespace
 from fixtures.grading_course import ASSIGNMENT, HERE, build, corpus, demo_course
 
 START_S = 90
@@ -251,36 +251,6 @@ def _as(hub: dict, user: str, *args, cwd: Path, env: dict, timeout: float = 240)
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-def _blocked_ancestors(user: pwd.struct_passwd, paths: list[Path]) -> list[Path]:
-    """Folders on the way to ``paths`` that ``user`` cannot enter (e.g. /root holding pyenv's Python)."""
-    found = set()
-    for path in paths:
-        for folder in reversed(path.resolve().parents):
-            mode = folder.stat()
-            can = (mode.st_mode & stat.S_IXOTH or (mode.st_uid == user.pw_uid and mode.st_mode & stat.S_IXUSR)
-                   or (mode.st_gid == user.pw_gid and mode.st_mode & stat.S_IXGRP))
-            if not can:
-                found.add(folder)
-                break
-    return sorted(found)
-
-
-def _namespace(blocked: list[Path], spare: Path) -> list[str]:
-    """A private mount namespace in which each blocked folder is an empty one holding, read-only, only the
-    Python installation under it (pyenv under /root): what a machine with the course environment in /opt has."""
-    script = ["set -e"]
-    for folder in blocked:
-        keep = sorted({str(p) for p in (Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve()
-                                        .parent.parent) if folder in p.parents})
-        for i, path in enumerate(keep):
-            script += [f"mkdir -p {spare}/keep{i}", f"mount --rbind {path} {spare}/keep{i}"]
-        script += [f"mount -t tmpfs -o mode=755 tmpfs {folder}"]
-        for i, path in enumerate(keep):
-            script += [f"mkdir -p {path}", f"mount --move {spare}/keep{i} {path}", f"mount -o remount,bind,ro {path}"]
-    script += ['exec "$@"']
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script), "sh"]
-
-
 @pytest.fixture(scope="module")
 def hub():
     if os.geteuid() != 0:
@@ -339,9 +309,9 @@ def hub():
                "COURSE_HUB_DIR": str(state), "COURSE_HUB_URL": f"http://127.0.0.1:{port}"}
         env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
         log = tmp / "hub.log"
-        blocked = _blocked_ancestors(pwd.getpwnam(INSTRUCTOR), [Path(sys.executable), Path(sys.prefix),
+        blocked = blocked_ancestors(pwd.getpwnam(INSTRUCTOR), [Path(sys.executable), Path(sys.prefix),
                                                                 Path(sys.base_prefix), REPO])
-        wrap = _namespace(blocked, tmp) if blocked else []
+        wrap = python_namespace(blocked, tmp) if blocked else []
         with open(log, "wb") as out:
             proc = subprocess.Popen([*wrap, sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=state, env=env,
                                     stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

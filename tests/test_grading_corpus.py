@@ -10,7 +10,6 @@ import pwd
 import secrets
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from autograder.grading import export, sandbox
 from autograder.grading.batch import grade_class
 from autograder.grading.course import REPO
 from autograder.grading.worker import Limits
+from fixtures.accounts import blocked_ancestors, python_namespace
 from fixtures.grading_course import ASSIGNMENT, build, corpus, demo_course
 
 CASES = corpus()
@@ -151,20 +151,6 @@ def test_submission_cannot_touch_the_course(graded):
         assert all(g.manual_score is None for s in submissions for nb in s.notebooks for g in nb.grades)
 
 
-def _blocked_ancestors(user: pwd.struct_passwd, paths: list[Path]) -> list[Path]:
-    """Folders on the way to ``paths`` that ``user`` cannot enter (e.g. /root holding pyenv's Python)."""
-    found = set()
-    for path in paths:
-        for folder in reversed(path.resolve().parents):
-            mode = folder.stat()
-            can = (mode.st_mode & stat.S_IXOTH or (mode.st_uid == user.pw_uid and mode.st_mode & stat.S_IXUSR)
-                   or (mode.st_gid == user.pw_gid and mode.st_mode & stat.S_IXGRP))
-            if not can:
-                found.add(folder)
-                break
-    return sorted(found)
-
-
 @pytest.mark.skipif(os.environ.get(AS_USER) == "1", reason="this is the unprivileged run")
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("runuser")
                     or not shutil.which("useradd") or not ISOLATED,
@@ -184,22 +170,11 @@ def test_corpus_as_an_unprivileged_user(tmp_path):
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                   f"--rootdir={REPO}", "--basetemp", str(home / "pytest"), str(Path(__file__))]
     run = ["runuser", "-u", USER, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], *pytest_cmd]
-    blocked = _blocked_ancestors(user, [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), REPO])
+    blocked = blocked_ancestors(user, [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), REPO])
     if blocked:
         # The interpreter lives under a folder the user cannot enter (pyenv under /root): in a private mount
         # namespace, that folder is replaced by an empty one holding only what Python needs, read-only.
-        script = ["set -e"]
-        for folder in blocked:
-            keep = sorted({str(p) for p in (Path(sys.base_prefix), Path(sys.prefix), Path(sys.executable).resolve()
-                                            .parent.parent) if folder in p.parents})
-            for i, path in enumerate(keep):
-                script += [f"mkdir -p {home}/keep{i}", f"mount --rbind {path} {home}/keep{i}"]
-            script += [f"mount -t tmpfs -o mode=755 tmpfs {folder}"]
-            for i, path in enumerate(keep):
-                script += [f"mkdir -p {path}", f"mount --move {home}/keep{i} {path}",
-                           f"mount -o remount,bind,ro {path}"]
-        script += ['exec "$@"']
-        run = ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script), "sh", *run]
+        run = [*python_namespace(blocked, home), *run]
     try:
         done = subprocess.run(run, cwd=str(REPO), capture_output=True, text=True, timeout=1200)
     finally:
