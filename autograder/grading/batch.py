@@ -81,12 +81,13 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
                     _merge_one(gb, course, outcome, context)  # context: the worker's machine and hardware
                     outcomes.append(outcome)
             return sorted(outcomes, key=lambda o: o.student)
+        limits = sandbox.mechanism(isolate)
         with ThreadPoolExecutor(1) as detect, Gradebook(course.gradebook_url, course.course_id) as gb:
             hardware = detect.submit(graded_on)  # detection (imports torch) overlaps the first gradings
             for outcome in progress(_run(jobs, workers), total=len(jobs), desc=msg("grading.progress").text("en"),
                                     leave=True):
                 _merge_one(gb, course, outcome, {"graded_on": hardware.result(), "isolated": isolate,
-                                                       "limits": sandbox.mechanism(isolate)})
+                                                 "limits": limits})
                 outcomes.append(outcome)
     except KeyboardInterrupt:  # what was merged is complete per submission: kept
         raise GradingError(msg("grading.interrupted", graded=len(outcomes), total=len(students)).text()) from None
@@ -131,13 +132,7 @@ def backup_gradebook(course: Course, out) -> Path | None:
     folder = course.private("backups")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"gradebook-{datetime.now().strftime('%Y%m%d-%H%M%S-%f')}.db"
-    source, target = sqlite3.connect(db), sqlite3.connect(path)
-    try:
-        with target:
-            source.backup(target)
-    finally:
-        source.close()
-        target.close()
+    _copy_sqlite(db, path)
     for old in sorted(folder.glob("gradebook-*.db"))[:-BACKUPS_KEPT]:
         old.unlink(missing_ok=True)
     return path
@@ -145,8 +140,12 @@ def backup_gradebook(course: Course, out) -> Path | None:
 
 def restore_gradebook(course: Course, backup: Path) -> None:
     """Put ``backup`` back into the course's SQLite gradebook."""
-    db = Path(course.gradebook_url[len("sqlite:///"):])
-    source, target = sqlite3.connect(backup), sqlite3.connect(db)
+    _copy_sqlite(backup, Path(course.gradebook_url[len("sqlite:///"):]))
+
+
+def _copy_sqlite(src: Path, dst: Path) -> None:
+    """Copy one SQLite database onto another with sqlite3's backup API (consistent while others read it)."""
+    source, target = sqlite3.connect(src), sqlite3.connect(dst)
     try:
         with target:
             source.backup(target)
