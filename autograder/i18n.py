@@ -2,7 +2,8 @@
 
 The language shown is set by ``set_language`` or the ``COURSE_LANG`` environment
 variable: ``ko``, ``en`` or ``both`` (the default: Korean first, then English).
-Catalogued messages live in ``data/messages/*.yaml`` as ``key: {ko: ..., en: ...}``.
+Catalogued messages live in ``data/messages/*.yaml`` (the core) and in each module's
+``modules/mNN_*/messages.yaml`` as ``key: {ko: ..., en: ...}``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import yaml
 
 LANGUAGES = ("ko", "en", "both")
 _DATA = Path(__file__).parent / "data" / "messages"
+_MODULES = Path(__file__).parent / "modules"
 _chosen: str | None = None
 
 
@@ -59,10 +61,10 @@ class Message:
 @lru_cache(maxsize=None)
 def _catalog() -> dict[str, Message]:
     out: dict[str, Message] = {}
-    for path in sorted(_DATA.glob("*.yaml")):
+    for path in sorted(_DATA.glob("*.yaml")) + sorted(_MODULES.glob("*/messages.yaml")):
         for key, pair in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
             if key in out:
-                raise ValueError(f"duplicate message key {key!r} in {path.name}")
+                raise ValueError(f"duplicate message key {key!r} in {path}")
             out[key] = Message(pair["ko"], pair["en"])
     return out
 
@@ -72,7 +74,7 @@ def msg(key: str, **values) -> Message:
     try:
         message = _catalog()[key]
     except KeyError:
-        raise KeyError(f"no message {key!r} in autograder/data/messages/*.yaml") from None
+        raise KeyError(f"no message {key!r} in data/messages/*.yaml or modules/*/messages.yaml") from None
     return message.format(**values) if values else message
 
 

@@ -14,10 +14,20 @@ def square_task() -> Task:
     return Task(
         title=Message("제곱", "Square"),
         answer=lambda fn, case: fn(case),
-        score=lambda case, ans: Part(ans == case * case, Message(f"{case}²", f"{case}²")),
+        score=lambda case, ans, want: Part(ans == want, Message(f"{case}²", f"{case}²")),
         visible=lambda: [2, 3],
-        hidden=lambda rng: [rng.randint(4, 100) for _ in range(2)],
+        id="m99.square",
     )
+
+
+@pytest.fixture(autouse=True)
+def square_references(monkeypatch):
+    """The instructor's side of the square task: its expected answers and hidden cases."""
+    from autograder.checks import expected
+    real_want, real_hidden = expected.want, expected.hidden_cases
+    monkeypatch.setattr(expected, "want", lambda tid, case: case * case if tid == "m99.square" else real_want(tid, case))
+    monkeypatch.setattr(expected, "hidden_cases", lambda tid, rng: [rng.randint(4, 100) for _ in range(2)]
+                        if tid == "m99.square" else real_hidden(tid, rng))
 
 
 def run(fn, hidden=False, points=2.0, seed=7):
@@ -123,7 +133,7 @@ def test_recording_mode_records_and_leaves_the_scoring_to_the_grader(monkeypatch
     from autograder.checks import check
     monkeypatch.setenv("COURSE_RECORD_ANSWERS", "1")
     monkeypatch.setenv("COURSE_GRADING_SEED", "5")
-    monkeypatch.setitem(sys.modules, "autograder.answers.m00", None)  # as in the grading sandbox
+    monkeypatch.setitem(sys.modules, "course_answers.m00_demo", None)  # as in the grading sandbox
     assert check("m00.add", lambda a, b: -1, points=2) is None  # a wrong answer raises nothing here
     out = capsys.readouterr().out.splitlines()
     payload = json.loads(next(line for line in out if line.startswith("{")))
@@ -140,7 +150,7 @@ def test_plain_tasks_take_one_turn_and_record_the_bare_answer():
 def test_measurement_tasks_record_their_rounds_and_what_the_referee_saw(monkeypatch):
     monkeypatch.delenv("COURSE_REFEREE", raising=False)
     task = Task(title=Message("제곱", "Square"), answer=lambda fn, case: fn(case),
-                score=lambda case, ans: Part(True, Message("", "")), visible=lambda: [2],
+                score=lambda case, ans, want: Part(True, Message("", "")), visible=lambda: [2],
                 measurement=True, reference=lambda case, ans: {"square": case * case}, rounds=3)
     [record] = core.collect(task, lambda x: x * x, [2], "m99.square")
     assert record["error"] is None and set(record["answer"]) == {"rounds", "observed"}

@@ -39,7 +39,7 @@ def test_command_binds_only_what_the_kernel_needs(tmp_path):
     inside = [sandbox.PACKAGE, Path(sys.prefix).resolve()]
     assert all(any(s == i or i in s.parents for i in inside)
                for s in sources if REPO in s.parents)  # of the repository: the package and the venv only
-    answers = str(sandbox.PACKAGE / "answers")
+    answers = str(sandbox.answers_folder()[0])
     assert args[args.index(answers) - 1] == "--tmpfs" and ["--remount-ro", answers] == args[
         args.index(answers) + 1: args.index(answers) + 3]
     for folder in ("/tmp", "/dev/shm"):
@@ -55,7 +55,7 @@ def test_command_binds_only_what_the_kernel_needs(tmp_path):
 def test_a_private_folder_inside_an_exposed_one_is_masked(tmp_path):
     inside = Path(sys.prefix) / "share"
     iso = sandbox.isolation([inside, tmp_path / "missing"], [])
-    assert inside.resolve() in iso.mask and sandbox.PACKAGE / "answers" in iso.mask
+    assert inside.resolve() in iso.mask and sandbox.answers_folder()[0] in iso.mask
     assert tmp_path / "missing" not in iso.mask
 
 
@@ -73,6 +73,7 @@ PROBE = r"""
 import json, os, socket, sys
 repo, work, port, unix, abstract, secret = sys.argv[1:7]
 out = {"uid": os.getuid(), "root": sorted(os.listdir("/")), "repo": sorted(os.listdir(repo)), "tmp": os.listdir("/tmp")}
+out["masked"] = os.listdir(os.path.join(repo, "course_answers")) if os.path.isdir(os.path.join(repo, "course_answers")) else []
 open(os.path.join(work, "ok"), "w").write("1")
 def attempt(name, action):
     try:
@@ -80,7 +81,7 @@ def attempt(name, action):
     except (OSError, ImportError) as exc:
         out[name] = type(exc).__name__
 attempt("write_repo", lambda: open(os.path.join(repo, "pwned"), "w").write("x"))
-attempt("answers", lambda: __import__("autograder.answers.m00"))
+attempt("answers", lambda: __import__("course_answers.m00_demo"))
 attempt("net", lambda: socket.create_connection(("127.0.0.1", int(port)), timeout=2))
 attempt("unix", lambda: socket.socket(socket.AF_UNIX).connect(unix))
 attempt("abstract", lambda: socket.socket(socket.AF_UNIX).connect("\0" + abstract))
@@ -121,7 +122,7 @@ def test_a_sandboxed_process_sees_no_course_checkout_socket_or_network(tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["uid"] == 1000 and int(out["caps"], 16) == 0 and out["pid"] < 10
-    assert set(out["repo"]) <= {".venv", "autograder"}  # only what Python needs, mounted back
+    assert set(out["repo"]) <= {".venv", "autograder", "course_answers"}  # what Python needs, and the answers' mask
     iso = sandbox.isolation([REPO], [work])
     tops = {p.parts[1] for p in iso.expose + iso.writable}
     assert set(out["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp",
@@ -134,7 +135,7 @@ def test_a_sandboxed_process_sees_no_course_checkout_socket_or_network(tmp_path)
     for name in blocked + (() if Path("/tmp") in REPO.parents else ("write_repo",)):
         assert out[name] in ("OSError", "PermissionError", "FileNotFoundError", "ConnectionRefusedError",
                              "ModuleNotFoundError", "ImportError", "TimeoutError", "[]"), (name, out[name])
-    assert out["shm"] == 2**28
+    assert out["shm"] == 2**28 and out["masked"] == []  # the instructor's answers: an empty folder
     assert (work / "ok").exists() and not (REPO / "pwned").exists()
 
 

@@ -91,7 +91,7 @@ def test_reference_error_is_reported():
 
 
 def fake_task(reference=None, rounds=2, answer_fn=lambda fn, case: fn(case)):
-    return Task(title=Message("가짜", "fake"), answer=answer_fn, score=lambda c, a: Part(True, Message("", "")),
+    return Task(title=Message("가짜", "fake"), answer=answer_fn, score=lambda c, a, w: Part(True, Message("", "")),
                 visible=lambda: [1, 2], measurement=True, reference=reference, rounds=rounds)
 
 
@@ -166,11 +166,11 @@ def test_the_referee_is_the_grader_when_it_listens(monkeypatch):
 def test_count_demo_must_be_observed():
     t = task("m00.count")
     assert t.measurement and t.rounds == 2
-    assert t.score([1, -1, 2], answer([2, 2])).ok
-    assert not t.score([1, -1, 2], answer([2, 3])).ok  # every round must be right
-    assert not t.score([1, -1, 2], {"rounds": [2, 2]}).ok  # nothing observed
-    assert not t.score([1, -1, 2], answer([2, 2], walls=[0.1])).ok  # one round unobserved
-    assert not t.score([1, -1, 2], answer([])).ok
+    assert t.score([1, -1, 2], answer([2, 2]), 2).ok
+    assert not t.score([1, -1, 2], answer([2, 3]), 2).ok  # every round must be right
+    assert not t.score([1, -1, 2], {"rounds": [2, 2]}, 2).ok  # nothing observed
+    assert not t.score([1, -1, 2], answer([2, 2], walls=[0.1]), 2).ok  # one round unobserved
+    assert not t.score([1, -1, 2], answer([]), 2).ok
 
 
 def test_check_in_the_learners_kernel_scores_the_rounds(monkeypatch, capsys):

@@ -1,27 +1,23 @@
 """Graded checks. A test cell calls :func:`check` with a task id such as ``"m01.picker"``."""
 from __future__ import annotations
 
-from importlib import import_module
+from dataclasses import replace
 from typing import Any
 
+from .. import modules
 from ..i18n import msg
-from .core import CheckFailed, Part, Task, cases_for, collect, emit, grading_seed, recording, report, score_records
+from .core import CheckFailed, Part, Task, cases_for, close, collect, emit, grading_seed, recording, report, score_records
 
-__all__ = ["check", "task", "CheckFailed", "Part", "Task"]
+__all__ = ["check", "task", "close", "CheckFailed", "Part", "Task"]
 
 
 def task(task_id: str) -> Task:
-    """The task registered as ``task_id`` (``"mNN.name"``: ``TASKS["name"]`` in ``checks/mNN.py``)."""
+    """The task registered as ``task_id`` (``"mNN.name"``: ``TASKS["name"]`` in ``modules/mNN_*/tasks.py``)."""
     module, _, name = task_id.partition(".")
-    path = f"{__name__}.{module}"
-    try:
-        return import_module(path).TASKS[name]
-    except ModuleNotFoundError as exc:
-        if exc.name != path:  # a check module that fails to import is a bug to show, not an unknown task
-            raise
-    except KeyError:
-        pass
-    raise CheckFailed(msg("check.unknown_task", task=task_id).text())
+    found = (modules.tasks(module) or {}).get(name)
+    if found is None:
+        raise CheckFailed(msg("check.unknown_task", task=task_id).text())
+    return replace(found, id=task_id)
 
 
 def check(task_id: str, learner: Any, points: float, hidden: bool = False) -> float | None:

@@ -1,10 +1,12 @@
 """The machinery behind every graded test cell.
 
 A test cell is one call, ``check("m01.picker", pick_device, points=2)``. The
-task it names (a :class:`Task` in ``autograder/checks/mNN.py``) says which
-inputs to try, how to call the learner's code on one of them (``answer``: runs
-in the learner's kernel and returns plain JSON data) and how to score an answer
-(``score``: pure, may use the reference implementations in ``autograder.answers``).
+task it names (a :class:`Task` in ``autograder/modules/m01_*/tasks.py``) says which
+visible inputs to try, how to call the learner's code on one of them (``answer``:
+runs in the learner's kernel and returns plain JSON data) and how to score an
+answer against the expected one (``score(case, answer, want)``: pure). Hidden
+cases and expected answers come from the instructor's references
+(:mod:`autograder.checks.expected`).
 
 Because answers are plain data, scoring can be repeated outside the learner's
 kernel: with ``COURSE_RECORD_ANSWERS=1`` every check also displays its answers
@@ -14,6 +16,8 @@ in a process the learner's code never touched.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import random
 import sys
@@ -50,13 +54,19 @@ class Task:
 
     title: Message
     answer: Callable[[Any, Any], Any]
-    score: Callable[[Any, Any], "Part | list[Part]"]
+    score: Callable[[Any, Any, Any], "Part | list[Part]"]  # (case, answer, want): want from the references
     visible: Callable[[], list] = field(default=lambda: [None])
-    hidden: Callable[[random.Random], list] = field(default=lambda rng: [])
     measurement: bool = False  # times the device: graded side by side with a reference (see referee.py)
     reference: Callable[[Any, Any], Any] | None = None  # measurement: (case, round's answer) -> reference data
     rounds: int = 1  # measurement: learner and reference take turns this many times per case
     hint: Callable[[str], "Message | None"] | None = None  # error text -> a hint for a common mistake
+    id: str = ""  # "mNN.name", set when the task is looked up
+
+
+def close(found: Any, want: Any, rel: float = 1e-6, abs_tol: float = 0.0) -> bool:
+    """The one tolerance rule of every task: ``found`` is a real number (a bool is not) near ``want``."""
+    return (isinstance(found, numbers.Real) and not isinstance(found, bool) and isinstance(want, numbers.Real)
+            and math.isclose(float(found), float(want), rel_tol=rel, abs_tol=abs_tol))
 
 
 def canonical(value: Any) -> Any:
@@ -71,9 +81,11 @@ def grading_seed() -> int:
 
 
 def cases_for(task: Task, hidden: bool, seed: int) -> list:
+    """The visible cases, then (``hidden``) the hidden ones drawn with ``seed``."""
+    from .expected import hidden_cases
     cases = list(task.visible())
     if hidden:
-        cases += task.hidden(random.Random(seed))
+        cases += hidden_cases(task.id, random.Random(seed))
     return canonical(cases)
 
 
@@ -127,6 +139,7 @@ def _collect_rounds(task: Task, learner: Any, cases: list, task_id: str) -> list
 
 def score_records(task: Task, records: list[dict]) -> list[Part]:
     """Score recorded answers (pure: the grader calls this outside the learner's kernel)."""
+    from .expected import want
     parts: list[Part] = []
     for record in records:
         error = record["error"]
@@ -137,10 +150,9 @@ def score_records(task: Task, records: list[dict]) -> list[Part]:
         elif error:
             parts.append(Part(False, _raised(task, record["case"], error)))
         else:
+            expected = want(task.id, record["case"])  # raises ReferenceMissing where this install lacks it
             try:
-                scored = task.score(record["case"], record["answer"])
-            except ImportError:  # reference hidden (grading sandbox): the grader scores outside
-                raise
+                scored = task.score(record["case"], record["answer"], expected)
             except Exception as exc:  # an answer of an unexpected shape
                 scored = Part(False, msg("check.raised", case=_short(record["case"]), error=f"{type(exc).__name__}: {exc}"))
             parts.extend(scored if isinstance(scored, list) else [scored])

@@ -1,17 +1,33 @@
-"""Student versions from ``solutions/`` (nbgrader generate_assignment) and release to the exchange."""
+"""Student versions from ``solutions/`` (nbgrader generate_assignment), the expected answers of the
+visible cases (``expected.json``), and release to the exchange."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from .. import modules
+from ..checks import expected
 from .course import Course, api, succeed
 
 
+def write_expected(module_id: str) -> Path | None:
+    """Rewrite ``modules/<folder>/expected.json`` from the references when it changed (None: no such module)."""
+    if modules.folder(module_id) is None:
+        return None
+    path = modules.path(module_id) / expected.FILE
+    text = expected.dump(expected.table(module_id))
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
 def generate(course: Course, assignment: str, release_dir: Path | None = None) -> Path:
-    """Write the student version of ``assignment`` and record its cells in the gradebook.
+    """Write the student version of ``assignment`` and record its cells in the gradebook; refresh the
+    module's ``expected.json`` (the visible checks of a learner's install read it).
 
     ``release_dir`` (default: the course's ``exercises/``) receives ``<assignment>/*.ipynb``;
     the tests pass a temporary folder to compare with the committed copy.
     """
+    write_expected("m" + assignment[:2])
     config = course.config()
     if release_dir is not None:
         config.CourseDirectory.release_directory = str(release_dir)

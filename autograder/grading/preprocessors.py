@@ -17,7 +17,8 @@ from nbgrader.preprocessors import Execute, SaveAutoGrades
 from traitlets import Bool, Float, Integer, List, Unicode
 
 from ..checks import task as find_task
-from ..checks.core import RECORD_MIME
+from ..checks.core import RECORD_MIME, cases_for
+from ..checks.expected import HIDDEN_ENV
 from ..checks.referee import SOCKET_ENV
 from ..reference import MEMORY_LIMIT_ENV
 from ..i18n import msg
@@ -51,6 +52,23 @@ def private_copy(folder: Path, dest: Path) -> Path:
             with open(dest / entry.name, "wb") as out:
                 shutil.copyfileobj(src, out)
     return dest
+
+
+def hidden_cases(nb, seed: int) -> dict:
+    """The hidden cases the notebook's trusted check cells will ask for, drawn by the grader (the
+    sandbox hides the references that draw them): task id -> the cases after the visible ones."""
+    drawn = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+            continue
+        for call in records.calls(cell.source):
+            if call.hidden and call.task not in drawn:
+                try:
+                    task = find_task(call.task)
+                except Exception:  # an unknown task earns nothing when rescored
+                    continue
+                drawn[call.task] = cases_for(task, True, seed)[len(cases_for(task, False, seed)):]
+    return drawn
 
 
 def measures(cell) -> bool:
@@ -91,6 +109,7 @@ class SandboxedExecute(Execute):
         folder = resources.setdefault("metadata", {}).get("path") or os.getcwd()
         self._workdir = private_copy(Path(folder), self._run / "work")
         resources["metadata"]["path"] = str(self._workdir)  # the kernel never works in a folder the grader writes
+        (self._run / "cases.json").write_text(json.dumps(hidden_cases(nb, self.seed), allow_nan=True), encoding="utf-8")
         stopped = None
         try:
             with Watchdog(lambda: self.km.pid if self.km is not None else None, self.memory_limit,
@@ -120,7 +139,8 @@ class SandboxedExecute(Execute):
         home.mkdir()
         extra = {"COURSE_RECORD_ANSWERS": "1", "COURSE_GRADING_SEED": str(self.seed), "COURSE_NO_PROGRESS": "1",
                  "COURSE_CACHE_DIR": str(home / ".cache" / "ai-hardware-course"),
-                 SOCKET_ENV: str(self._run / "referee.sock"), MEMORY_LIMIT_ENV: str(self.memory_limit)}
+                 SOCKET_ENV: str(self._run / "referee.sock"), MEMORY_LIMIT_ENV: str(self.memory_limit),
+                 HIDDEN_ENV: str(self._run / "cases.json")}
         writable = [self._run]
         prefix = sandbox.prefix(writable, self.memory_limit, [Path(p) for p in self.private_paths], self.isolate)
         self.km = SandboxedKernelManager(kernel_name=self.kernel_name, config=self.config, transport="ipc",

@@ -6,7 +6,7 @@ few host files under ``/etc`` (``SYSTEM_ETC``), the course's own account and nam
 (``autograder/data/sandbox``: uid 1000, ``localhost``, look-ups in files only), the CPU topology in ``/sys``
 (thread pools size themselves from it), the Python installation and the virtual environment
 (``sys.base_prefix``, ``sys.prefix``, ``sys.exec_prefix``) and the ``autograder`` package read-only, with its
-reference answers (``autograder/answers``) and any private folder inside those replaced by an empty folder;
+reference answers (the ``course_answers`` package) and any private folder inside those replaced by an empty folder;
 the GPU device nodes (and, with them, what their drivers read in ``/sys`` and ``/opt/rocm``); writable only the
 submission's work folder, the kernel's run folder (its connection sockets, HOME) and the device lock.
 Never the root of the host, the repository or its ``solutions/``, other checkouts, home folders, the host's
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import glob
 import json
+import importlib.util
 import os
 import shutil
 import signal
@@ -217,12 +218,18 @@ def available() -> bool:
         return False
 
 
+def answers_folder() -> list[Path]:
+    """Where the instructor's ``course_answers`` package is installed (none in a learner's install)."""
+    spec = importlib.util.find_spec("course_answers")
+    return [Path(p).resolve() for p in (spec.submodule_search_locations or [])] if spec else []
+
+
 def isolation(private: list[Path], writable: list[Path]) -> Isolation:
     """Python and the package visible read-only, minus the answers and any ``private`` folder inside them."""
     expose = _existing({Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
                         Path(sys.base_exec_prefix), Path(sys.executable).resolve().parent.parent, PACKAGE})
     inside = [p for p in _existing(private) if any(p == e or e in p.parents for e in expose)]
-    mask = _existing([PACKAGE / "answers", *inside])
+    mask = _existing([*answers_folder(), *inside])
     return Isolation(expose=expose, mask=mask, writable=tuple(Path(p).resolve() for p in writable))
 
 

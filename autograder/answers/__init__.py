@@ -1,1 +1,0 @@
-"""Reference implementations that the checks score against (hidden from submissions while grading)."""

@@ -1,0 +1,115 @@
+"""The shape of the package: a module is one folder, modules never reach into each other, the core
+knows no module, the instructor's answers stay apart, and every module's ``expected.json`` is fresh."""
+import ast
+import json
+import math
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import modules
+from autograder.checks import expected
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "autograder"
+ANSWERS = REPO / "course_answers"
+
+
+def imported(path: Path) -> set[str]:
+    """Absolute names of everything a Python file imports (relative imports resolved)."""
+    package = list(path.relative_to(REPO).with_suffix("").parts)[:-1]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            stem = ".".join(base + ([node.module] if node.module else []))
+            names.update(f"{stem}.{a.name}" for a in node.names)
+            names.add(stem)
+    return names
+
+
+def module_of(name: str) -> str | None:
+    """The module folder an import name reaches into (``autograder.modules.m04_x...`` -> ``m04_x``)."""
+    parts = name.split(".")
+    return parts[2] if parts[:2] == ["autograder", "modules"] and len(parts) > 2 and parts[2][:1] == "m" else None
+
+
+def code_of(notebook: Path) -> str:
+    cells = nbformat.read(notebook, as_version=4).cells
+    return "\n".join(c.source for c in cells if c.cell_type == "code")
+
+
+def test_every_module_is_one_folder_with_its_tasks():
+    assert set(modules.folders()) >= {"m00", "m01", "m02", "m03", "m04", "m05", "m06"}
+    for module_id, folder in modules.folders().items():
+        assert (PACKAGE / "modules" / folder / "tasks.py").exists(), folder
+        assert not (PACKAGE / "checks" / f"{module_id}.py").exists(), f"{module_id}: tasks belong in its folder"
+    assert not (PACKAGE / "answers").exists(), "reference answers belong in course_answers/"
+
+
+def test_modules_import_only_the_core_and_themselves():
+    for folder in modules.folders().values():
+        for path in (PACKAGE / "modules" / folder).rglob("*.py"):
+            for name in imported(path):
+                assert module_of(name) in (None, folder), f"{path.relative_to(REPO)} imports {name}"
+                assert not name.startswith("course_answers"), f"{path.relative_to(REPO)} imports {name}"
+
+
+def test_the_core_knows_no_module():
+    for path in PACKAGE.rglob("*.py"):
+        if (PACKAGE / "modules") in path.parents:
+            continue
+        for name in imported(path):
+            assert module_of(name) is None, f"{path.relative_to(REPO)} imports {name}"
+            assert not name.startswith("course_answers"), f"{path.relative_to(REPO)} imports {name}"
+
+
+def test_answers_import_the_core_their_own_module_and_shared_rules():
+    for path in ANSWERS.glob("*.py"):
+        for name in imported(path):
+            assert module_of(name) in (None, path.stem), f"{path.relative_to(REPO)} imports {name}"
+            if name.startswith("course_answers."):
+                assert name.split(".")[1] in ("shared", path.stem), f"{path.relative_to(REPO)} imports {name}"
+        if path.stem != "__init__" and path.stem != "shared":
+            assert path.stem in modules.folders().values(), f"{path.name} names no module folder"
+
+
+@pytest.mark.parametrize("kind", ["lessons", "exercises", "solutions"])
+def test_notebooks_import_the_core_and_their_own_module(kind):
+    for notebook in sorted((REPO / kind).glob("*/*.ipynb")):
+        own = "m" + notebook.parent.name
+        for node in ast.walk(ast.parse(_python(code_of(notebook)))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert module_of(name) in (None, own), f"{notebook.relative_to(REPO)} imports {name}"
+                assert not name.startswith(("course_answers", "autograder.answers")), \
+                    f"{notebook.relative_to(REPO)} imports {name}"
+
+
+def _python(code: str) -> str:
+    """Notebook code without IPython magics and shell lines."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+
+
+def _same(a, b) -> bool:
+    """JSON data equal, floats to 1e-9 relative (references computed with torch may differ in the last bits)."""
+    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
+        return a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("module_id", sorted(modules.folders()))
+def test_expected_answers_of_visible_cases_are_fresh(module_id):
+    path = modules.path(module_id) / expected.FILE
+    hint = f"run: python -m autograder instructor generate {path.parent.name[1:]} (or write_expected({module_id!r}))"
+    assert path.exists(), f"{path.relative_to(REPO)} is missing: {hint}"
+    assert _same(json.loads(path.read_text(encoding="utf-8")), expected.table(module_id)), \
+        f"{path.relative_to(REPO)} is stale: {hint}"
