@@ -268,7 +268,8 @@ def start(args: list[str]) -> int:
 def test(args: list[str]) -> int:
     ensure_venv()
     lessons = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("lessons/*/lesson.en.ipynb"))
-    cmd = [str(PYTHON), "-m", "pytest", "tests", "--nbval-lax", *lessons, *args]
+    tests = ["tests"] if (ROOT / "tests").is_dir() else []  # a learner edition: its lessons only
+    cmd = [str(PYTHON), "-m", "pytest", *tests, "--nbval-lax", *lessons, *args]
     return subprocess.call(cmd, cwd=ROOT, env=venv_env())
 
 

@@ -20,6 +20,10 @@ def add_parser(subparsers) -> None:
     p = sub.add_parser("generate", parents=[parent], help="solutions/NN -> exercises/NN (학생용 만들기 / student version)")
     p.add_argument("assignment")
     p.set_defaults(func=_generate)
+    p = sub.add_parser("edition", help="학습자용 판 쓰기: 해답, 숨은 테스트, 참조 구현 없이 (수업 저장소용) / "
+                                       "write the learner edition: no solutions, hidden tests or references (a class's repository)")
+    p.add_argument("folder", type=Path, help="새 폴더나 빈 폴더, 과정 폴더 밖 / a new or empty folder outside the course folder")
+    p.set_defaults(func=_edition)
     p = sub.add_parser("release", parents=[parent], help="학생용을 만들어 nbgrader 교환 폴더로 배포 / generate, then release to the nbgrader exchange")
     p.add_argument("assignment")
     p.add_argument("--due", help="마감, 예: 2026-12-01T23:59+09:00 (`deadline` 참고) / due date, e.g. 2026-12-01T23:59+09:00 (see `deadline`)")
@@ -104,6 +108,12 @@ def _guard(run):
 def _generate(args):
     from .generate import generate
     print(generate(_course(args), args.assignment))
+
+
+@_guard
+def _edition(args):
+    from .edition import write
+    print(msg("grading.edition_written", folder=write(args.folder)).text())
 
 
 @_guard

@@ -1,0 +1,50 @@
+"""The learner edition: the course without the instructor's part, ready to push as a class's repository.
+
+It holds the lessons, the student versions of the exercises, the course package
+(``autograder``, whose tasks check visible cases against ``expected.json``) and
+the setup files, with a README for students. It leaves out ``solutions/``
+(solutions and hidden tests), ``course_answers/`` (reference implementations and
+hidden cases), the tests, benchmarks, deployment files and instructor docs.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ..i18n import msg
+from .course import REPO, GradingError
+
+FOLDERS = ("lessons", "exercises", "autograder")
+FILES = ("environment.yml", "LICENSE", "nbgrader_config.py", ".gitignore")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", "report_card.html")
+README = Path(__file__).resolve().parent.parent / "data" / "edition" / "README.md"
+ANSWERS_LINE = 'include = ["autograder*", "course_answers*"]'
+
+
+def write(out: Path, source: Path = REPO) -> Path:
+    """Write the learner edition of the course at ``source`` into the new or empty folder ``out``."""
+    out = Path(out).resolve()
+    if out.exists() and any(out.iterdir()):
+        raise GradingError(msg("grading.edition_not_empty", folder=out).text())
+    if out == source or source in out.parents:
+        raise GradingError(msg("grading.edition_inside", folder=out, source=source).text())
+    missing = [name for name in FOLDERS + ("pyproject.toml",) if not (source / name).exists()]
+    if missing:
+        raise GradingError(msg("grading.edition_source", source=source, missing=", ".join(missing)).text())
+    out.mkdir(parents=True, exist_ok=True)
+    for name in FOLDERS:
+        shutil.copytree(source / name, out / name, ignore=SKIP)
+    for name in FILES:
+        if (source / name).exists():
+            shutil.copy2(source / name, out / name)
+    (out / "pyproject.toml").write_text(learner_pyproject((source / "pyproject.toml").read_text(encoding="utf-8")),
+                                        encoding="utf-8")
+    shutil.copy2(README, out / "README.md")
+    return out
+
+
+def learner_pyproject(text: str) -> str:
+    """The project file without the instructor's package."""
+    if ANSWERS_LINE not in text:
+        raise GradingError(msg("grading.edition_source", source="pyproject.toml", missing=ANSWERS_LINE).text())
+    return text.replace(ANSWERS_LINE, 'include = ["autograder*"]')
