@@ -374,12 +374,12 @@ def test_class_on_jupyterhub(hub):
         status, body = user(student, "assignments/submit", method="POST", form=form)
         assert status == 200 and json.loads(body)["success"], body[-2000:]
 
-    # The instructor's terminal: the course's own commands on the exchange.
-    env = {"COURSE_ID": COURSE_ID, "COURSE_EXCHANGE": str(exchange)}
+    # The instructor's terminal: the course's own commands on the exchange, on COURSE_ROOT as the hub sets it.
+    env = {"COURSE_ID": COURSE_ID, "COURSE_EXCHANGE": str(exchange), "COURSE_ROOT": str(course)}
     grades = course / "grades.csv"
     for step in (["collect", ASSIGNMENT], ["grade", ASSIGNMENT, "--workers", "2", "--notebook-timeout", "300"],
                  ["feedback", ASSIGNMENT, "--release"], ["export", "--to", grades]):
-        done = _as(hub, INSTRUCTOR, sys.executable, "-m", "autograder", "instructor", *step, "--root", course, cwd=course, env=env, timeout=300)
+        done = _as(hub, INSTRUCTOR, sys.executable, "-m", "autograder", "instructor", *step, cwd=course, env=env, timeout=300)
         assert done.returncode == 0, (step, done.stdout[-3000:], done.stderr[-3000:])
     for student in CLASS:
         assert (course / "submitted" / student / ASSIGNMENT / "demo.ipynb").is_file(), student

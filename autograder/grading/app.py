@@ -12,7 +12,9 @@ from .course import REPO, Course, GradingError
 def add_parser(subparsers) -> None:
     """Register ``instructor`` (with its subcommands) and the learner's ``submit``."""
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--root", type=Path, default=REPO, help="과정 폴더 (기본: 이 저장소) / course folder (default: this repository)")
+    parent.add_argument("--root", type=Path, default=Path(os.environ.get("COURSE_ROOT") or REPO),
+                        help="과정 폴더 (기본: COURSE_ROOT, 없으면 이 저장소; 수업 서버의 강사는 ~/course) / "
+                             "course folder (default: COURSE_ROOT, else this repository; ~/course for the instructor on a class server)")
     parent.add_argument("--db-url", help="성적부 URL (기본: nbgrader_config.py; 예: postgresql://...) / gradebook URL (default: nbgrader_config.py; e.g. postgresql://...)")
 
     inst = subparsers.add_parser("instructor", help="nbgrader로 수업 채점 / grade the class with nbgrader")
