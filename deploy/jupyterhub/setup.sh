@@ -29,6 +29,9 @@ if [ ! -d "$PREFIX" ]; then git clone -q "$SRC" "$PREFIX"; fi
 [ -x "$PREFIX/.venv/bin/python" ] || python3 -m venv "$PREFIX/.venv"
 "$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub]"
 chmod -R a+rX "$PREFIX"
+# Every user's clone sees lessons through the course's clean filter (.gitattributes): running a lesson changes
+# nothing git tracks, so nbgitpuller and git pull never meet "local changes" in a lesson.
+git config --system filter.course-notebook.clean "$PREFIX/.venv/bin/python -m autograder.notebook_clean"
 
 # nbgrader's exchange: everyone writes, the sticky bit keeps each one's entries their own.
 mkdir -p "$EXCHANGE" "$STATE"
