@@ -26,8 +26,10 @@ command -v configurable-http-proxy >/dev/null || npm install -g configurable-htt
 
 # One course environment for all users, readable by everyone (a Python outside /root).
 if [ ! -d "$PREFIX" ]; then git clone -q "$SRC" "$PREFIX"; fi
-[ -x "$PREFIX/.venv/bin/python" ] || python3 -m venv "$PREFIX/.venv"
-"$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub]"
+# The course's own setup picks the right PyTorch build (CPU-only where there is no NVIDIA GPU: never the
+# multi-GB CUDA build), then the class-server extras, keeping that build.
+(cd "$PREFIX" && python3 -m autograder setup)
+"$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub]" -c "$PREFIX/.venv/course-constraints.txt"
 chmod -R a+rX "$PREFIX"
 # Every user's clone sees lessons through the course's clean filter (.gitattributes): running a lesson changes
 # nothing git tracks, so nbgitpuller and git pull never meet "local changes" in a lesson.
