@@ -21,7 +21,9 @@ done
 SRC="$(cd "$(dirname "$0")/../.." && pwd)"
 
 apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-dev git nodejs npm bubblewrap
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-dev git bubblewrap
+# Node from Debian only where there is none (NodeSource's nodejs carries npm and conflicts with Debian's npm).
+command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
 command -v configurable-http-proxy >/dev/null || npm install -g configurable-http-proxy
 
 # One course environment for all users, readable by everyone (a Python outside /root).
