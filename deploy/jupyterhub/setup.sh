@@ -26,16 +26,21 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv pytho
 command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
 command -v configurable-http-proxy >/dev/null || npm install -g configurable-http-proxy
 
-# One course environment for all users, readable by everyone (a Python outside /root).
+# One course environment for all users, readable by everyone.
 if [ ! -d "$PREFIX" ]; then git clone -q "$SRC" "$PREFIX"; fi
 # The course's own setup picks the right PyTorch build (CPU-only where there is no NVIDIA GPU: never the
 # multi-GB CUDA build), then the class-server extras, keeping that build.
-(cd "$PREFIX" && python3 -m autograder setup)
+# Debian's /usr/bin/python3: a Python every account can run (not one under /root, such as pyenv's).
+(cd "$PREFIX" && /usr/bin/python3 -m autograder setup)
 "$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub]" -c "$PREFIX/.venv/course-constraints.txt"
 chmod -R a+rX "$PREFIX"
 # Every user's clone sees lessons through the course's clean filter (.gitattributes): running a lesson changes
 # nothing git tracks, so nbgitpuller and git pull never meet "local changes" in a lesson.
 git config --system filter.course-notebook.clean "$PREFIX/.venv/bin/python -m autograder.notebook_clean"
+# Accounts clone the course from $PREFIX (root's): git must trust it.
+for dir in "$PREFIX" "$PREFIX/.git"; do
+  git config --system --get-all safe.directory | grep -qx "$dir" || git config --system --add safe.directory "$dir"
+done
 
 # nbgrader's exchange: everyone writes, the sticky bit keeps each one's entries their own.
 mkdir -p "$EXCHANGE" "$STATE"
