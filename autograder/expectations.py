@@ -14,8 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .datafile import read_yaml
 from .checks.core import Part
 from .i18n import Message, msg
 
@@ -57,7 +56,7 @@ class Band:
 @lru_cache(maxsize=1)
 def rules() -> dict:
     """The parsed ``data/expectations.yaml``."""
-    return yaml.safe_load(_DATA.read_text(encoding="utf-8"))
+    return read_yaml(_DATA)
 
 
 def expect(kind: str, *, device: Any = None, dtype: Any = None, profile: Any = None,

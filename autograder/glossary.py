@@ -5,8 +5,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
+from .datafile import read_yaml
 from .i18n import Message
 
 GLOSSARY_FILE = Path(__file__).parent / "data" / "glossary.yaml"
@@ -22,7 +21,7 @@ class Term:
 @lru_cache(maxsize=1)
 def terms() -> tuple[Term, ...]:
     """All terms, sorted by their English name."""
-    rows = yaml.safe_load(GLOSSARY_FILE.read_text(encoding="utf-8"))["terms"]
+    rows = read_yaml(GLOSSARY_FILE)["terms"]
     out = [Term(r["term_en"], r["term_ko"], Message(r["ko"], r["en"])) for r in rows]
     return tuple(sorted(out, key=lambda t: t.term_en.lower()))
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
+from .datafile import read_yaml
 
 LANGUAGES = ("ko", "en", "both")
 _DATA = Path(__file__).parent / "data" / "messages"
@@ -62,7 +62,7 @@ class Message:
 def _catalog() -> dict[str, Message]:
     out: dict[str, Message] = {}
     for path in sorted(_DATA.glob("*.yaml")) + sorted(_MODULES.glob("*/messages.yaml")):
-        for key, pair in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).items():
+        for key, pair in (read_yaml(path) or {}).items():
             if key in out:
                 raise ValueError(f"duplicate message key {key!r} in {path}")
             out[key] = Message(pair["ko"], pair["en"])

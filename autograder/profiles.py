@@ -13,8 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
+from .datafile import read_yaml
 from .i18n import msg
 
 _DATA = Path(__file__).parent / "data" / "profiles.yaml"
@@ -118,7 +117,7 @@ def _profile(pid: str, entry: dict) -> Profile:
 @lru_cache(maxsize=None)
 def load() -> dict[str, Profile]:
     """All spec profiles by id, in file order (cached)."""
-    raw = yaml.safe_load(_DATA.read_text(encoding="utf-8")) or {}
+    raw = read_yaml(_DATA) or {}
     return {pid: _profile(pid, entry) for pid, entry in raw.items()}
 
 
