@@ -124,25 +124,25 @@ GLOO_TIMEOUT = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:5
 
 
 def test_a_deadlocked_ring_gets_a_bilingual_hint():
-    from autograder.checks import m05
+    from autograder.modules.m05_networking import tasks as m05
     spec = {"shape": [10], "dtype": "float32", "seed": 1}
     answer = {"results": [
         {"world_size": 2, "spec": spec, "error": GLOO_TIMEOUT, "match": False, "used": [], "detail": ""},
         {"world_size": 2, "spec": spec, "error": m05.SKIPPED, "match": False, "used": [], "detail": ""}]}
-    deadlock, skipped = m05.TASKS["ring"].score(None, answer)
+    deadlock, skipped = m05.TASKS["ring"].score(None, answer, None)
     assert not deadlock.ok and "isend" in deadlock.message.en and "isend" in deadlock.message.ko
     assert "짝수 랭크" in deadlock.message.ko and "parity" in deadlock.message.en
     assert bilingual(skipped.message) and "skipped after an error" not in skipped.message.text()
 
 
 def test_ring_errors_prefer_the_real_error_over_skipped():
-    from autograder.checks import m05
+    from autograder.modules.m05_networking import tasks as m05
     assert sorted(["skipped after an error", "ValueError: x"], key=lambda e: e == m05.SKIPPED)[0] == "ValueError: x"
 
 
 def test_torch_distributed_instead_of_the_dist_argument_gets_a_hint():
     pytest.importorskip("torch")
-    from autograder.checks import m05
+    from autograder.modules.m05_networking import tasks as m05
 
     def busbw(dist, sizes, world_size):
         import torch
@@ -151,7 +151,7 @@ def test_torch_distributed_instead_of_the_dist_argument_gets_a_hint():
         return [1.0 for _ in sizes]
 
     task = m05.TASKS["measure"]
-    fake = Task(title=task.title, answer=task.answer, score=lambda case, answer: [], hint=task.hint)
+    fake = Task(title=task.title, answer=task.answer, score=lambda case, answer, want: [], hint=task.hint)
     case = m05._measure_visible()[0]
     records = core.collect(fake, busbw, [case])
     assert "Default process group has not been initialized" in records[0]["error"]
@@ -161,7 +161,7 @@ def test_torch_distributed_instead_of_the_dist_argument_gets_a_hint():
 
 
 def test_error_hint_ignores_other_errors():
-    from autograder.checks import m05
+    from autograder.modules.m05_networking import tasks as m05
     assert m05.error_hint("ValueError: shapes do not match") is None
     assert m05.error_hint(GLOO_TIMEOUT) is not None
 

@@ -1,26 +1,27 @@
-"""Checks of module 05 (networking): link arithmetic, SuperPod levels, collective cost
-models, bus bandwidth, a ring all-reduce on real gloo ranks, a bus-bandwidth
-measurement, and the data-parallel roofline.
+"""Tasks of module 05 (networking): link arithmetic, SuperPod levels, collective cost models,
+bus bandwidth, a ring all-reduce on real gloo ranks, a bus-bandwidth measurement, and the
+data-parallel roofline.
 
-The two torch.distributed tasks run the learner's function on separate rank
-processes through :mod:`autograder.m05_ranks` (source shipped, so it works with the
-spawn start method). The rank-side programs below (``ring_program``,
-``busbw_program``) are importable, which is all the ranks need.
+The two torch.distributed tasks run the learner's function on separate rank processes
+through :mod:`autograder.ranks` (source shipped, so it works with the spawn start
+method). The rank-side programs below (``ring_program``, ``busbw_program``) are
+importable, which is all the ranks need; the measurement's reference is the core's
+(:func:`autograder.ranks.best_busbw`), taken by the referee in turns with the learner's.
 """
 from __future__ import annotations
 
 import math
 import statistics
-import time
 from typing import Any
 
-from ..i18n import Message, msg
-from . import referee
-from .core import Part, Task
+from ... import ranks
+from ...checks import referee
+from ...checks.core import Part, Task, close
+from ...fakes.dist import FakeDist
+from ...i18n import Message, msg
+from . import tables
 
 RING_TIMEOUT_S = 45.0  # per gloo operation; only a deadlocked answer waits this long
-TIME_OPS = ("all_gather", "reduce_scatter", "all_reduce", "all_reduce_in_network", "all_to_all")
-BUSBW_OPS = ("all_gather", "all_reduce", "all_to_all", "broadcast", "reduce", "reduce_scatter", "send_recv")
 MEASURE_SIZES = [1 << 20, 4 << 20]
 SKIPPED = "skipped after an error"  # a rank's record for a tensor it never reached (shown with m05.ring_skipped)
 COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
@@ -35,16 +36,17 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _close(found: Any, want: float, rel: float = 1e-6) -> bool:
-    value = _num(found)
-    return value is not None and math.isclose(value, want, rel_tol=rel, abs_tol=1e-12)
+def _ok(found: Any, want: float) -> bool:
+    return close(found, want, rel=1e-6, abs_tol=1e-12)
 
 
 def _fmt(value: Any) -> str:
     value_f = _num(value)
-    if value_f is None:
-        return repr(value)[:60]
-    return f"{value_f:.6g}"
+    return repr(value)[:60] if value_f is None else f"{value_f:.6g}"
+
+
+def _with(text: Message, hint: Message | None) -> Message:
+    return text + hint if hint else text
 
 
 def error_hint(error: str) -> Message | None:
@@ -63,20 +65,17 @@ def _ratio_hint(found: Any, want: float, hints: dict[float, str]) -> Message | N
     value = _num(found)
     if value is None or want == 0 or value == 0:
         return None
-    ratio = value / want
     for factor, key in hints.items():
-        if math.isclose(ratio, factor, rel_tol=1e-3):
+        if math.isclose(value / want, factor, rel_tol=1e-3):
             return _say(key)
     return None
 
 
 # ---------------------------------------------------------------- 1. link arithmetic
 def _links_visible() -> list:
-    from .. import m05_net
-
-    pcie = {row["gen"]: row for row in m05_net.pcie_links()}
-    nvlink = {row["gen"]: row for row in m05_net.nvlink_links()}
-    ndr = next(row for row in m05_net.network_links() if row["name"].endswith("NDR"))
+    pcie = {row["gen"]: row for row in tables.pcie_links()}
+    nvlink = {row["gen"]: row for row in tables.nvlink_links()}
+    ndr = next(row for row in tables.network_links() if row["name"].endswith("NDR"))
     return [
         {"link": pcie[4], "count": 16, "bidirectional": False},
         {"link": pcie[4], "count": 16, "bidirectional": True},
@@ -90,63 +89,28 @@ def _links_visible() -> list:
     ]
 
 
-def _links_hidden(rng) -> list:
-    cases = []
-    for _ in range(6):
-        link = {"kind": "pcie", "gen": rng.randint(1, 9), "gt_s": rng.choice([2.5, 5.0, 8.0, 16.0, 24.0, 48.0, 128.0]),
-                "encoding": rng.choice(["8b/10b", "128b/130b", "1b/1b", "64b/66b", "128b/132b"])}
-        cases.append({"link": link, "count": rng.choice([1, 2, 4, 8, 16, 32]), "bidirectional": rng.random() < 0.5})
-    for _ in range(3):
-        link = {"kind": "nvlink", "gen": rng.randint(1, 9), "gbs_per_link_per_dir": rng.choice([20, 25, 50, 100, 12.5])}
-        cases.append({"link": link, "count": rng.randint(1, 36), "bidirectional": rng.random() < 0.5})
-    for _ in range(3):
-        link = {"kind": rng.choice(["infiniband", "ethernet"]), "name": "port", "gbit_s": rng.choice([100, 200, 400, 800, 1600])}
-        cases.append({"link": link, "count": rng.randint(1, 16), "bidirectional": rng.random() < 0.5})
-    return cases
-
-
 def _links_answer(learner, case) -> Any:
     return learner(dict(case["link"]), case["count"], case["bidirectional"])
 
 
-def _links_score(case, answer) -> Part:
-    from ..answers import m05
-
-    want = m05.link_gbs(case["link"], case["count"], case["bidirectional"])
+def _links_score(case, answer, want) -> Part:
     link = case["link"]
     what = f"{link['kind']} {link.get('gen', link.get('name', ''))} ×{case['count']}, " + \
         ("bidirectional" if case["bidirectional"] else "per direction")
     text = _say("links_case", case=what, expected=f"{want:.6g}", found=_fmt(answer))
-    hints = {2.0: "hint_direction", 0.5: "hint_direction", 8.0: "hint_bits", 0.125: "hint_bits"}
-    if link["kind"] == "pcie":
-        hints[1 / m05.encoding_efficiency(link["encoding"])] = "hint_encoding"
-    hint = None if _close(answer, want) else _ratio_hint(answer, want, hints)
-    return Part(_close(answer, want), text + hint if hint else text)
+    if _ok(answer, want):
+        return Part(True, text)
+    hint = _ratio_hint(answer, want, {2.0: "hint_direction", 0.5: "hint_direction", 8.0: "hint_bits", 0.125: "hint_bits"})
+    line_rate = link.get("gt_s", 0) / 8 * case["count"] * (2 if case["bidirectional"] else 1)  # no encoding taken out
+    if hint is None and link["kind"] == "pcie" and line_rate != want and _ok(answer, line_rate):
+        hint = _say("hint_encoding")
+    return Part(False, _with(text, hint))
 
 
 # ---------------------------------------------------------------- 2. SuperPod levels
 def _superpod_visible() -> list:
-    from .. import m05_net
-
-    return [{"levels": m05_net.superpod("superpod_h100")["levels"]},
-            {"levels": m05_net.superpod("superpod_seed")["levels"]}]
-
-
-def _superpod_hidden(rng) -> list:
-    cases = []
-    for _ in range(4):
-        gpus = rng.choice([4, 8, 72])
-        levels = [{"name": "node", "gpus": gpus, "links": gpus * rng.choice([6, 12, 18]),
-                   "link_rate": rng.choice([25, 50]), "unit": "GB/s"}]
-        names = ["leaf", "spine", "core"]
-        for name in names[: rng.randint(1, 3)]:
-            under = rng.choice([2, 4, 8, 16, 32])
-            gpus *= under
-            oversubscribed = rng.choice([1, 1, 2, 4])
-            levels.append({"name": name, "gpus": gpus, "links": gpus // oversubscribed,
-                           "link_rate": rng.choice([200, 400, 800]), "unit": "Gb/s"})
-        cases.append({"levels": levels})
-    return cases
+    return [{"levels": tables.superpod("superpod_h100")["levels"]},
+            {"levels": tables.superpod("superpod_seed")["levels"]}]
 
 
 def _superpod_answer(learner, case) -> Any:
@@ -158,21 +122,18 @@ def _superpod_answer(learner, case) -> Any:
             "allreduce_gbs": _num(result.get("allreduce_gbs")), "bottleneck": str(result.get("bottleneck"))}
 
 
-def _superpod_score(case, answer) -> list[Part]:
-    from ..answers import m05
-
+def _superpod_score(case, answer, want) -> list[Part]:
     if "not_a_dict" in answer:
         return [Part(False, _say("superpod_not_dict", found=answer["not_a_dict"]), weight=3)]
-    want = m05.superpod(case["levels"])
     names = "/".join(level["name"] for level in case["levels"])
     found = answer["per_gpu_gbs"]
     per_ok = isinstance(found, list) and len(found) == len(want["per_gpu_gbs"]) and \
-        all(_close(f, w) for f, w in zip(found, want["per_gpu_gbs"]))
+        all(_ok(f, w) for f, w in zip(found, want["per_gpu_gbs"]))
     exp_list = ", ".join(f"{v:.4g}" for v in want["per_gpu_gbs"])
     found_list = ", ".join(_fmt(v) for v in found) if isinstance(found, list) else str(found)
     return [
         Part(per_ok, _say("superpod_per_gpu", levels=names, expected=exp_list, found=found_list)),
-        Part(_close(answer["allreduce_gbs"], want["allreduce_gbs"]),
+        Part(_ok(answer["allreduce_gbs"], want["allreduce_gbs"]),
              _say("superpod_allreduce", levels=names, expected=f"{want['allreduce_gbs']:.6g}",
                   found=_fmt(answer["allreduce_gbs"]))),
         Part(answer["bottleneck"] == want["bottleneck"],
@@ -196,30 +157,20 @@ def _cost_visible() -> list:
     ]
 
 
-def _cost_hidden(rng) -> list:
-    return [{"op": rng.choice(TIME_OPS), "nbytes": float(rng.choice([1, 4, 16, 64, 256]) * 10 ** rng.randint(3, 9)),
-             "n": rng.choice([2, 3, 4, 8, 16, 72, 256]), "alpha_s": rng.choice([0.0, 2e-6, 5e-6, 2e-5]),
-             "bw_gbs": rng.choice([25.0, 50.0, 450.0, 900.0, 31.5])} for _ in range(10)]
-
-
 def _cost_answer(learner, case) -> Any:
     return learner(case["op"], case["nbytes"], case["n"], case["alpha_s"], case["bw_gbs"])
 
 
-def _cost_score(case, answer) -> Part:
-    from ..answers import m05
-
-    want = m05.comm_time(case["op"], case["nbytes"], case["n"], case["alpha_s"], case["bw_gbs"])
+def _cost_score(case, answer, want) -> Part:
     what = f"{case['op']}, {case['nbytes']:.4g} B, n={case['n']}, α={case['alpha_s']:.3g} s, {case['bw_gbs']:.4g} GB/s"
-    ok = _close(answer, want)
-    text = _say("cost_case", case=what, expected=f"{want:.6g}", found=_fmt(answer))
+    ok = _ok(answer, want)
     hint = None
     if not ok and case["n"] > 1:
         hint = _ratio_hint(answer, want, {case["n"] / (case["n"] - 1): "hint_ring_factor",
                                            (case["n"] - 1) / case["n"]: "hint_ring_factor",
                                            2.0: "hint_allreduce_twice", 0.5: "hint_allreduce_twice",
                                            1e9: "hint_units", 1e-9: "hint_units"})
-    return Part(ok, text + hint if hint else text)
+    return Part(ok, _with(_say("cost_case", case=what, expected=f"{want:.6g}", found=_fmt(answer)), hint))
 
 
 # ---------------------------------------------------------------- 4. bus bandwidth
@@ -234,33 +185,20 @@ def _busbw_visible() -> list:
     ]
 
 
-def _busbw_hidden(rng) -> list:
-    cases = [{"op": rng.choice(BUSBW_OPS), "nbytes": rng.choice([1 << k for k in range(10, 34)]),
-              "seconds": rng.choice([1e-5, 3e-4, 2e-3, 0.05, 1.5]), "n": rng.choice([2, 3, 4, 8, 16, 64])}
-             for _ in range(10)]
-    cases.append({"op": "all_reduce", "nbytes": 1 << 20, "seconds": 0.01, "n": 1})
-    return cases
-
-
 def _busbw_answer(learner, case) -> Any:
     return learner(case["op"], case["nbytes"], case["seconds"], case["n"])
 
 
-def _busbw_score(case, answer) -> Part:
-    from ..answers import m05
-
-    want = m05.bus_bandwidth(case["op"], case["nbytes"], case["seconds"], case["n"])
+def _busbw_score(case, answer, want) -> Part:
     what = f"{case['op']}, {case['nbytes']} B in {case['seconds']:.3g} s, n={case['n']}"
-    ok = _close(answer, want)
-    text = _say("busbw_case", case=what, expected=f"{want:.6g}", found=_fmt(answer))
-    algbw = case["nbytes"] / case["seconds"] / 1e9
+    ok = _ok(answer, want)
     hint = None
     if not ok and _num(answer) is not None and want:
-        if math.isclose(float(answer), algbw, rel_tol=1e-6):
+        if math.isclose(float(answer), case["nbytes"] / case["seconds"] / 1e9, rel_tol=1e-6):
             hint = _say("hint_algbw")
         else:
             hint = _ratio_hint(answer, want, {2 ** 30 / 1e9: "hint_gib", 1e9 / 2 ** 30: "hint_gib"})
-    return Part(ok, text + hint if hint else text)
+    return Part(ok, _with(_say("busbw_case", case=what, expected=f"{want:.6g}", found=_fmt(answer)), hint))
 
 
 # ---------------------------------------------------------------- 5. ring all-reduce on gloo ranks
@@ -324,22 +262,10 @@ def ring_program(learner, specs: list) -> list:
     return results
 
 
-def _ring_case(world_sizes: list, specs: list) -> dict:
-    return {"world_sizes": world_sizes, "tensors": specs}
-
-
 def _ring_visible() -> list:
     specs = [{"shape": [10], "dtype": "float32", "seed": 1}, {"shape": [13], "dtype": "int64", "seed": 2},
              {"shape": [7], "dtype": "bfloat16", "seed": 3}, {"shape": [3], "dtype": "float64", "seed": 4}]
-    return [_ring_case([2, 4], specs)]
-
-
-def _ring_hidden(rng) -> list:
-    specs = []
-    for dtype in ("float32", "float16", "int32", "float64", "bfloat16"):
-        shape = rng.choice([[rng.randint(1, 40)], [rng.randint(2, 6), rng.randint(2, 7)], [rng.randint(50, 300)]])
-        specs.append({"shape": shape, "dtype": dtype, "seed": rng.randint(1, 10_000)})
-    return [_ring_case([3], specs)]
+    return [{"world_sizes": [2, 4], "tensors": specs}]
 
 
 def _stub_first(learner, *args) -> None:
@@ -355,15 +281,13 @@ def _stub_first(learner, *args) -> None:
 def _ring_answer(learner, case) -> dict:
     import torch
 
-    from .. import m05_ranks
-
     _stub_first(learner, torch.zeros(4))
-    groups = m05_ranks.run("autograder.checks.m05:ring_program", [case["tensors"]], case["world_sizes"],
-                           learner=learner, timeout_s=RING_TIMEOUT_S)
+    groups = ranks.run(f"{__name__}:ring_program", [case["tensors"]], case["world_sizes"],
+                       learner=learner, timeout_s=RING_TIMEOUT_S)
     out = []
-    for world_size, ranks in zip(case["world_sizes"], groups):
+    for world_size, results in zip(case["world_sizes"], groups):
         for i, spec in enumerate(case["tensors"]):
-            records = [r[i] if i < len(r) else {"error": SKIPPED} for r in ranks]
+            records = [r[i] if i < len(r) else {"error": SKIPPED} for r in results]
             errors = sorted((rec["error"] for rec in records if rec.get("error")), key=lambda e: e == SKIPPED)
             out.append({"world_size": world_size, "spec": spec, "error": errors[0] if errors else None,
                         "match": all(rec.get("match") for rec in records) and not errors,
@@ -372,7 +296,7 @@ def _ring_answer(learner, case) -> dict:
     return {"results": out}
 
 
-def _ring_score(case, answer) -> list[Part]:
+def _ring_score(case, answer, want) -> list[Part]:
     parts = []
     for res in answer["results"]:
         spec = res["spec"]
@@ -380,9 +304,7 @@ def _ring_score(case, answer) -> list[Part]:
         if res["error"] == SKIPPED:
             parts.append(Part(False, _say("ring_skipped", case=where)))
         elif res["error"]:
-            hint = error_hint(res["error"])
-            text = _say("ring_error", case=where, error=res["error"])
-            parts.append(Part(False, text + hint if hint else text))
+            parts.append(Part(False, _with(_say("ring_error", case=where, error=res["error"]), error_hint(res["error"]))))
         elif res["used"]:
             parts.append(Part(False, _say("ring_collective", case=where, used=", ".join(res["used"]))))
         else:
@@ -391,79 +313,6 @@ def _ring_score(case, answer) -> list[Part]:
 
 
 # ---------------------------------------------------------------- 6. measuring bus bandwidth
-class FakeDist:
-    """A one-process stand-in for torch.distributed whose all_reduce takes alpha + bytes/beta seconds."""
-
-    def __init__(self, world_size: int, alpha_s: float, bytes_per_s: float):
-        import torch.distributed as dist
-
-        self.ReduceOp = dist.ReduceOp
-        self.world_size, self.alpha_s, self.bytes_per_s = world_size, alpha_s, bytes_per_s
-        self.sizes: list[int] = []
-
-    def get_rank(self, group=None) -> int:
-        return 0
-
-    def get_world_size(self, group=None) -> int:
-        return self.world_size
-
-    def is_initialized(self) -> bool:
-        return True
-
-    def barrier(self, group=None, async_op=False, device_ids=None):
-        return None
-
-    def broadcast(self, tensor, src=0, group=None, async_op=False):
-        return None
-
-    def all_reduce(self, tensor, op=None, group=None, async_op=False):
-        nbytes = tensor.numel() * tensor.element_size()
-        self.sizes.append(nbytes)
-        time.sleep(self.alpha_s + nbytes / self.bytes_per_s)
-        return _Done() if async_op else None
-
-
-class _Done:
-    def wait(self, timeout=None) -> bool:
-        return True
-
-    def is_completed(self) -> bool:
-        return True
-
-
-def expected_fake_busbw(case: dict) -> list[float]:
-    n = case["world_size"]
-    return [s / (case["alpha_s"] + s / case["bytes_per_s"]) / 1e9 * 2 * (n - 1) / n for s in case["sizes"]]
-
-
-def reference_busbw(dist, sizes, world_size, budget_s: float = 0.25) -> list[float]:
-    """The course's measurement: busbw (GB/s) of ``dist.all_reduce`` on float32 tensors of each size (bytes).
-
-    Lives here, not in ``answers``, because it runs on the ranks of a learner's
-    check, where the grader hides ``answers``.
-    """
-    import torch
-
-    out = []
-    for nbytes in sizes:
-        x = torch.ones(max(1, int(nbytes) // 4), dtype=torch.float32)
-        for _ in range(2):  # warm-up: first calls set up buffers and connections
-            dist.all_reduce(x)
-        start = time.perf_counter()
-        dist.all_reduce(x)
-        reps = torch.tensor([max(3, int(budget_s / max(time.perf_counter() - start, 1e-6)))])
-        dist.all_reduce(reps, op=dist.ReduceOp.MAX)  # every rank must make the same number of calls
-        dist.barrier()
-        start = time.perf_counter()
-        for _ in range(int(reps.item())):
-            dist.all_reduce(x)
-        elapsed = torch.tensor([time.perf_counter() - start])
-        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank sets the time
-        seconds = elapsed.item() / int(reps.item())
-        out.append(x.numel() * 4 / seconds / 1e9 * 2 * (world_size - 1) / world_size)
-    return out
-
-
 def busbw_program(learner, sizes: list, repeats: int = 2) -> dict:
     """Rank side of one round: the learner's measurement, the best of ``repeats`` (contention only slows a run)."""
     import torch.distributed as dist
@@ -481,24 +330,9 @@ def busbw_program(learner, sizes: list, repeats: int = 2) -> dict:
     return {"learner": [max(col) for col in zip(*mine)]}
 
 
-def reference_program(sizes: list, repeats: int = 2) -> list[float]:
-    """Rank side of the reference: gloo's own all_reduce, the best of ``repeats``."""
-    import torch.distributed as dist
-
-    world = dist.get_world_size()
-    runs = [reference_busbw(dist, sizes, world) for _ in range(repeats)]
-    return [max(col) for col in zip(*runs)]
-
-
 def _measure_visible() -> list:
     return [{"kind": "fake", "sizes": [1 << 20, 4 << 20], "world_size": 4, "alpha_s": 0.001, "bytes_per_s": 5e8},
             {"kind": "ranks", "sizes": MEASURE_SIZES, "world_size": 4}]
-
-
-def _measure_hidden(rng) -> list:
-    return [{"kind": "fake", "sizes": sorted(rng.sample([1 << 19, 1 << 20, 2 << 20, 3 << 20, 6 << 20], 2)),
-             "world_size": rng.choice([2, 3, 8]), "alpha_s": rng.choice([0.0005, 0.001, 0.002]),
-             "bytes_per_s": rng.choice([4e8, 6e8, 1e9])}]
 
 
 def _measure_answer(learner, case) -> dict:
@@ -507,41 +341,36 @@ def _measure_answer(learner, case) -> dict:
         values = learner(fake, list(case["sizes"]), case["world_size"])
         return {"values": [_num(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)[:80],
                 "largest_call": max(fake.sizes, default=0)}
-    from .. import m05_ranks
-
     _stub_first(learner, FakeDist(case["world_size"], 0.0, 1e12), [8], case["world_size"])
-    ranks = m05_ranks.run("autograder.checks.m05:busbw_program", [case["sizes"]], [case["world_size"]],
-                          learner=learner, timeout_s=60)[0]
-    return ranks[0]
+    return ranks.run(f"{__name__}:busbw_program", [case["sizes"]], [case["world_size"]],
+                     learner=learner, timeout_s=60)[0][0]
 
 
 def _measure_reference(case, answer) -> dict | None:
     """gloo's own all_reduce on as many ranks, started by the referee (real ranks only)."""
     if case["kind"] == "fake":
         return None
-    from .. import m05_ranks
-    return {"busbw": m05_ranks.run("autograder.checks.m05:reference_program", [case["sizes"]],
-                                   [case["world_size"]], timeout_s=60)[0][0]}
+    return {"busbw": ranks.run(ranks.best_busbw, [case["sizes"]], [case["world_size"]], timeout_s=60)[0][0]}
 
 
 def _one_call_seconds(sizes: list, busbw: list, n: int) -> float:
     """Seconds one all_reduce of each size takes at the reported bus bandwidths."""
-    return sum(s / (b * 1e9 * n / (2 * (n - 1))) for s, b in zip(sizes, busbw))
+    return sum(ranks.bus_bandwidth("all_reduce", s, 1.0, n) / b for s, b in zip(sizes, busbw))
 
 
-def _measure_score(case, answer) -> list[Part]:
+def _measure_score(case, answer, want) -> list[Part]:
     found = referee.rounds(answer)
     if case["kind"] == "fake":
-        return _measure_fake_score(case, found[0] if found else {"values": None})
-    from ..expectations import expect
+        return _measure_fake_score(case, found[0] if found else {"values": None}, want)
+    from ...expectations import expect
 
     sizes, n = case["sizes"], case["world_size"]
     bad = next((r.get("learner") for r in found if not isinstance(r.get("learner"), list)
                 or len(r["learner"]) != len(sizes) or not all(isinstance(v, (int, float)) and v > 0 for v in r["learner"])),
                None) if found else "-"
     if bad is not None:
-        text, hint = _say("measure_not_list", n=len(sizes), found=str(bad)), error_hint(str(bad))
-        return [Part(False, text + hint if hint else text, weight=len(sizes))]
+        text = _say("measure_not_list", n=len(sizes), found=str(bad))
+        return [Part(False, _with(text, error_hint(str(bad))), weight=len(sizes))]
     why = referee.unmeasured(answer, lambda r: _one_call_seconds(sizes, r["learner"], n))
     if why:
         key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
@@ -564,17 +393,16 @@ def _measure_score(case, answer) -> list[Part]:
     return parts
 
 
-def _measure_fake_score(case, answer) -> list[Part]:
+def _measure_fake_score(case, answer, want) -> list[Part]:
     values = answer["values"]
     n_sizes = len(case["sizes"])
     if not isinstance(values, list) or len(values) != n_sizes:
         return [Part(False, _say("measure_not_list", n=n_sizes, found=str(values)), weight=n_sizes)]
     parts = []
-    for size, value, want in zip(case["sizes"], values, expected_fake_busbw(case)):
-        ok = value is not None and 0.75 * want <= value <= 1.3 * want
-        text = _say("measure_fake", size=size, n=case["world_size"], expected=f"{want:.4g}", found=_fmt(value))
-        hint = None if ok else _ratio_hint_loose(value, want, case["world_size"])
-        parts.append(Part(ok, text + hint if hint else text))
+    for size, value, expected in zip(case["sizes"], values, want):
+        ok = value is not None and 0.75 * expected <= value <= 1.3 * expected
+        text = _say("measure_fake", size=size, n=case["world_size"], expected=f"{expected:.4g}", found=_fmt(value))
+        parts.append(Part(ok, text if ok else _with(text, _ratio_hint_loose(value, expected, case["world_size"]))))
     return parts
 
 
@@ -582,7 +410,7 @@ def _ratio_hint_loose(value, want: float, n: int) -> Message | None:
     if value is None or not want:
         return None
     ratio = value / want
-    factor = 2 * (n - 1) / n
+    factor = ranks.BUSBW_FACTORS["all_reduce"](n)
     for target, key in ((1 / factor, "hint_algbw"), (0.25, "hint_elements"), (4.0, "hint_elements"),
                         (1e9, "hint_units"), (1e-9, "hint_units")):
         if 0.8 * target <= ratio <= 1.25 * target:
@@ -591,12 +419,6 @@ def _ratio_hint_loose(value, want: float, n: int) -> Message | None:
 
 
 # ---------------------------------------------------------------- 7. data-parallel roofline
-def _batch_profiles() -> list[str]:
-    from .. import profiles
-
-    return [p.id for p in profiles.all_of("gpu") if p.get("interconnect.nvlink_links") and p.peak("bf16")]
-
-
 def _batch_visible() -> list:
     return [{"profile": "h100_sxm", "strategy": "dp", "in_network": True, "bw_gbs": None},
             {"profile": "h100_sxm", "strategy": "dp", "in_network": True, "bw_gbs": 400.0},
@@ -605,49 +427,35 @@ def _batch_visible() -> list:
             {"profile": "a100_sxm_80gb", "strategy": "dp", "in_network": False, "bw_gbs": None}]
 
 
-def _batch_hidden(rng) -> list:
-    pool = _batch_profiles()
-    return [{"profile": rng.choice(pool), "strategy": rng.choice(["dp", "fsdp"]), "in_network": rng.random() < 0.5,
-             "bw_gbs": rng.choice([None, None, 50.0, 100.0, 400.0, 800.0])} for _ in range(8)]
-
-
 def _batch_answer(learner, case) -> Any:
     if case["bw_gbs"] is None:
         return learner(case["profile"], case["strategy"], case["in_network"])
     return learner(case["profile"], case["strategy"], case["in_network"], case["bw_gbs"])
 
 
-def _batch_score(case, answer) -> Part:
-    from ..answers import m05
-
-    want = m05.min_batch_for_profile(case["profile"], case["strategy"], case["in_network"], case["bw_gbs"])
+def _batch_score(case, answer, want) -> Part:
     bw = "NVLink" if case["bw_gbs"] is None else f"{case['bw_gbs']:g} GB/s"
     what = f"{case['profile']}, {case['strategy']}, in_network={case['in_network']}, {bw}"
     ok = isinstance(answer, int) and not isinstance(answer, bool) and answer == want
-    text = _say("batch_case", case=what, expected=want, found=_fmt(answer))
     hint = None
     if not ok and _num(answer) is not None:
         if isinstance(answer, float) and abs(answer - want) < 1:
             hint = _say("hint_ceil")
         else:
             hint = _ratio_hint(round(float(answer)), want, {2.0: "hint_factor_two", 0.5: "hint_factor_two"})
-    return Part(ok, text + hint if hint else text)
+    return Part(ok, _with(_say("batch_case", case=what, expected=want, found=_fmt(answer)), hint))
 
 
 TASKS = {
-    "links": Task(title=_say("title_links"), answer=_links_answer, score=_links_score,
-                  visible=_links_visible, hidden=_links_hidden),
+    "links": Task(title=_say("title_links"), answer=_links_answer, score=_links_score, visible=_links_visible),
     "superpod": Task(title=_say("title_superpod"), answer=_superpod_answer, score=_superpod_score,
-                     visible=_superpod_visible, hidden=_superpod_hidden),
-    "cost": Task(title=_say("title_cost"), answer=_cost_answer, score=_cost_score,
-                 visible=_cost_visible, hidden=_cost_hidden),
-    "busbw": Task(title=_say("title_busbw"), answer=_busbw_answer, score=_busbw_score,
-                  visible=_busbw_visible, hidden=_busbw_hidden),
-    "ring": Task(title=_say("title_ring"), answer=_ring_answer, score=_ring_score,
-                 visible=_ring_visible, hidden=_ring_hidden, hint=error_hint),
+                     visible=_superpod_visible),
+    "cost": Task(title=_say("title_cost"), answer=_cost_answer, score=_cost_score, visible=_cost_visible),
+    "busbw": Task(title=_say("title_busbw"), answer=_busbw_answer, score=_busbw_score, visible=_busbw_visible),
+    "ring": Task(title=_say("title_ring"), answer=_ring_answer, score=_ring_score, visible=_ring_visible,
+                 hint=error_hint),
     "measure": Task(title=_say("title_measure"), answer=_measure_answer, score=_measure_score,
-                    visible=_measure_visible, hidden=_measure_hidden, measurement=True,
-                    reference=_measure_reference, rounds=2, hint=error_hint),
-    "batch": Task(title=_say("title_batch"), answer=_batch_answer, score=_batch_score,
-                  visible=_batch_visible, hidden=_batch_hidden),
+                    visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=2,
+                    hint=error_hint),
+    "batch": Task(title=_say("title_batch"), answer=_batch_answer, score=_batch_score, visible=_batch_visible),
 }

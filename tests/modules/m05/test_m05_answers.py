@@ -3,17 +3,17 @@ import math
 
 import pytest
 
-from autograder import m05_net, profiles
-from autograder.answers import m05
-from autograder.checks import m05 as checks
+from autograder import profiles, ranks
+from autograder.modules.m05_networking import lesson, tables
+from course_answers import m05_networking as m05
 
 
 def pcie(gen):
-    return next(row for row in m05_net.pcie_links() if row["gen"] == gen)
+    return next(row for row in tables.pcie_links() if row["gen"] == gen)
 
 
 def nvlink(gen):
-    return next(row for row in m05_net.nvlink_links() if row["gen"] == gen)
+    return next(row for row in tables.nvlink_links() if row["gen"] == gen)
 
 
 # ---------------------------------------------------------------- links
@@ -38,7 +38,7 @@ def test_pcie_rates_match_published_figures():
 
 
 def test_nvlink_rows_agree_with_headlines_and_profiles():
-    for row in m05_net.nvlink_links():
+    for row in tables.nvlink_links():
         assert m05.link_gbs(row, row["links"], bidirectional=True) == row["total_gbs_bidir"]
     for pid, gen in (("v100_sxm2_32gb", 2), ("a100_sxm_80gb", 3), ("h100_sxm", 4), ("b200", 5), ("gb200", 5)):
         prof = profiles.get(pid)
@@ -53,25 +53,25 @@ def test_nvlink_rows_agree_with_headlines_and_profiles():
 
 
 def test_network_ports_in_bits():
-    ndr = next(p for p in m05_net.network_links() if p["name"].endswith("NDR"))
+    ndr = next(p for p in tables.network_links() if p["name"].endswith("NDR"))
     assert m05.link_gbs(ndr, 1) == 50.0
     assert m05.link_gbs({"kind": "ethernet", "gbit_s": 800}, 2, bidirectional=True) == 400.0
 
 
 def test_nodes_totals_follow_from_per_gpu_nvlink():
-    for node in m05_net.nodes():
+    for node in tables.nodes():
         prof = profiles.get(node["profile"])
         per_dir = prof.get("interconnect.nvlink_links") * prof.get("interconnect.nvlink_gbs_per_link_per_dir")
         total = node["gpus"] * 2 * per_dir / 1000
         assert total == pytest.approx(node["nvlink_total_tbs_bidir"], rel=0.01), node["id"]  # NVL72: 129.6 ~ "130"
         assert node["sources"]
-    h100 = next(n for n in m05_net.nodes() if n["id"] == "dgx_h100")
+    h100 = next(n for n in tables.nodes() if n["id"] == "dgx_h100")
     assert (h100["gpus"], h100["switches"], h100["nics"], h100["nic_gbit_s"]) == (8, 4, 8, 400)
 
 
 # ---------------------------------------------------------------- SuperPod
 def test_superpod_reference_architecture():
-    pod = m05_net.superpod("superpod_h100")
+    pod = tables.superpod("superpod_h100")
     result = m05.superpod(pod["levels"])
     assert result["per_gpu_gbs"] == [450.0, 50.0, 50.0]
     assert result["allreduce_gbs"] == 400.0 and result["bottleneck"] == "leaf"
@@ -81,7 +81,7 @@ def test_superpod_reference_architecture():
 
 
 def test_superpod_seed_version_and_its_error():
-    result = m05.superpod(m05_net.superpod("superpod_seed")["levels"])
+    result = m05.superpod(tables.superpod("superpod_seed")["levels"])
     assert result["per_gpu_gbs"] == [450.0, 50.0, 25.0]  # seed 004's table
     assert result["allreduce_gbs"] == 400.0 and result["bottleneck"] == "leaf"  # seed: 400 GB/s, set by the leaf
 
@@ -118,14 +118,15 @@ def test_cost_model_relations():
 
 
 def test_busbw_factors_match_nccl_tests_table():
-    table = m05_net.data("collectives")["busbw_factors"]
-    assert set(table) == set(m05.BUSBW_FACTORS) == set(checks.BUSBW_OPS)
+    """The lesson's table (data/collectives.yaml, as nccl-tests writes it) and the rule the course computes with."""
+    table = tables.data("collectives")["busbw_factors"]
+    assert set(table) == set(ranks.BUSBW_FACTORS)
     for op, formula in table.items():
         for n in (2, 3, 8, 64):
-            assert m05.BUSBW_FACTORS[op](n) == pytest.approx(eval(formula, {"__builtins__": {}}, {"n": n}))
+            assert ranks.BUSBW_FACTORS[op](n) == pytest.approx(eval(formula, {"__builtins__": {}}, {"n": n}))
     # 8xH100 NVLS: algbw ~275 -> busbw ~480 with the ring factor (issue #212)
     assert m05.bus_bandwidth("all_reduce", 275e9, 1.0, 8) == pytest.approx(481.25)
-    assert set(checks.TIME_OPS) == set(m05.OPS_TIME)
+    assert m05.bus_bandwidth is ranks.bus_bandwidth  # one rule: the reference is the core's
 
 
 # ---------------------------------------------------------------- roofline
@@ -148,14 +149,14 @@ def test_fit_alpha_beta_recovers_the_model():
     n, alpha, beta = 4, 50e-6, 2e9
     sizes = [2**k for k in range(10, 26, 2)]
     times = [2 * (n - 1) * alpha + 2 * (n - 1) / n * s / beta for s in sizes]
-    fit = m05_net.fit_alpha_beta(sizes, times, n)
+    fit = lesson.fit_alpha_beta(sizes, times, n)
     assert fit["alpha_s"] == pytest.approx(alpha, rel=1e-6)
     assert fit["beta_bytes_s"] == pytest.approx(beta, rel=1e-6)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7])
 def test_ring_states_reduce_scatter_then_all_gather(n):
-    states = m05_net.ring_states(n)
+    states = lesson.ring_states(n)
     assert len(states) == 2 * (n - 1) + 1
     after_rs = states[n - 1]["holds"]
     for r in range(n):
@@ -164,5 +165,5 @@ def test_ring_states_reduce_scatter_then_all_gather(n):
 
 
 def test_every_data_file_has_sources():
-    for name in ("links", "nodes", "superpod", "collectives"):
-        assert m05_net.sources(name), name
+    for name in tables.NAMES:
+        assert tables.sources(name), name

@@ -1,10 +1,11 @@
-"""Run a function on several torch.distributed ranks, from a notebook, on any OS.
+"""Run a function on several torch.distributed ranks, from a notebook, on any OS; and the course's
+one all-reduce bus-bandwidth measurement.
 
 A function defined in a notebook cell cannot be pickled for the ``spawn`` start
 method (macOS, Windows), so :func:`run` ships it as *source text*: the function,
 the helper functions it calls and the modules it names are written to a small
 module file that every rank imports. Each rank is a separate process started
-with ``python -m autograder.m05_ranks`` (on Linux one process imports torch once
+with ``python -m autograder.ranks`` (on Linux one process imports torch once
 and forks the ranks, which saves seconds). Ranks join a process group on
 127.0.0.1 with a port that was free a moment before, their stdout/stderr go to
 files (nothing reaches the notebook's stderr), every process group is destroyed,
@@ -14,6 +15,12 @@ and ranks that hang are killed after ``timeout_s``.
 returns, for each world size, the list of the ranks' results (JSON data).
 ``run(program, args, learner=fn)`` calls ``program(fn, *args)`` instead: the
 course's importable *program* sets up and checks, the learner's function works.
+
+The measurement: :func:`measure_allreduce` (rank side: warm-up, a repetition count
+the ranks agree on, the slowest rank's time) with :func:`bus_bandwidth`, nccl-tests'
+convention; :func:`allreduce_rows` and :func:`best_busbw` are the same as rank programs,
+:func:`allreduce_busbw` starts its own ranks (module 06's report card). Module 05's
+lesson, its measurement task's reference and the referee all use these.
 """
 from __future__ import annotations
 
@@ -82,7 +89,7 @@ def function_source(fn: Callable) -> str:
     Raises ValueError (bilingual) when the source cannot be found (a lambda, or code made with exec).
     """
     if not inspect.isfunction(fn):
-        raise ValueError(msg("m05.ranks_not_function", found=type(fn).__name__).text())
+        raise ValueError(msg("ranks.not_function", found=type(fn).__name__).text())
     parts: dict[str, str] = {}
     imports: dict[str, str] = {}
     seen: set[int] = set()
@@ -94,9 +101,9 @@ def function_source(fn: Callable) -> str:
         try:
             text = textwrap.dedent(inspect.getsource(f))
         except (OSError, TypeError):
-            raise ValueError(msg("m05.ranks_no_source", name=getattr(f, "__name__", "?")).text()) from None
+            raise ValueError(msg("ranks.no_source", name=getattr(f, "__name__", "?")).text()) from None
         if f.__name__ == "<lambda>":
-            raise ValueError(msg("m05.ranks_no_source", name="lambda").text())
+            raise ValueError(msg("ranks.no_source", name="lambda").text())
         for name in sorted(_names(f.__code__)):
             if name not in f.__globals__ or name in parts or name in imports:
                 continue
@@ -171,7 +178,7 @@ def run(fn: Callable | str, args: Sequence = (), world_sizes: Sequence[int] = (4
     """
     world_sizes = [int(w) for w in world_sizes]
     if not world_sizes or min(world_sizes) < 1:
-        raise ValueError(msg("m05.ranks_bad_world", found=world_sizes).text())
+        raise ValueError(msg("ranks.bad_world", found=world_sizes).text())
     try:
         return _run_once(fn, args, world_sizes, learner, backend, timeout_s)
     except RanksError as exc:
@@ -188,7 +195,7 @@ def _run_once(fn, args, world_sizes: list[int], learner, backend: str, timeout_s
                "groups": [{"world_size": w, "port": free_port()} for w in world_sizes]}
         (job_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
         deadline = time.monotonic() + 30.0 + (timeout_s + 15.0) * len(world_sizes)
-        label = msg("m05.ranks_progress", n=", ".join(map(str, world_sizes)))
+        label = msg("ranks.progress", n=", ".join(map(str, world_sizes)))
         desc = f"{label.ko} / {label.en}" if get_language() == "both" else label.text()
         with progress(total=sum(world_sizes), desc=desc) as bar:
             if _use_fork():
@@ -209,7 +216,7 @@ def _start(job_dir: Path, extra: list[str]) -> subprocess.Popen:
     out = open(job_dir / f"out_{tag}.txt", "wb")
     kwargs = {"start_new_session": True} if os.name == "posix" else {}
     try:
-        return subprocess.Popen([sys.executable, "-m", "autograder.m05_ranks", str(job_dir), *extra],
+        return subprocess.Popen([sys.executable, "-m", "autograder.ranks", str(job_dir), *extra],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 env=_env(), cwd=str(job_dir), **kwargs)
     finally:
@@ -249,10 +256,10 @@ def _kill(proc: subprocess.Popen) -> None:
 def _result(job_dir: Path, g: int, r: int) -> Any:
     path = job_dir / f"result_{g}_{r}.json"
     if not path.exists():
-        raise RanksError(msg("m05.ranks_no_result", rank=r, log=_log_tail(job_dir)).text())
+        raise RanksError(msg("ranks.no_result", rank=r, log=_log_tail(job_dir)).text())
     record = json.loads(path.read_text(encoding="utf-8"))
     if not record["ok"]:
-        raise RanksError(msg("m05.ranks_failed", rank=r, error=record["error"]).text())
+        raise RanksError(msg("ranks.failed", rank=r, error=record["error"]).text())
     return record["value"]
 
 
@@ -352,6 +359,106 @@ def _launcher(job_dir: Path, job: dict) -> None:
             os.waitpid(pid, 0)
         if not _group_ok(job_dir, g, group["world_size"]):
             break  # the error is reported; later groups would only repeat it
+
+
+# ------------------------------------------------------------------ the all-reduce measurement
+# nccl-tests (doc/PERFORMANCE.md): busbw = algbw x factor(n), algbw = S / t with S the whole array
+# (for all_gather / reduce_scatter: the per-rank count x n x element size).
+BUSBW_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+GROWING_SIZES = (2**18, 2**20, 2**22, 2**24)  # bytes: what allreduce_busbw tries while its budget lasts
+
+
+def bus_bandwidth(op: str, nbytes: float, seconds: float, n: int) -> float:
+    """nccl-tests' bus bandwidth (GB/s) of collective ``op`` on ``n`` ranks: nbytes / seconds / 1e9 x factor(n)."""
+    return nbytes / seconds / 1e9 * BUSBW_FACTORS[op](n)
+
+
+def measure_allreduce(dist, sizes: Sequence[int], budget_s: float = 0.25, total_s: float | None = None,
+                      device: str = "cpu", warmup: int = 3) -> list[dict]:
+    """Rank side (every rank calls it): time ``dist.all_reduce`` of a float32 tensor of each size (bytes).
+
+    Per size: ``warmup`` calls, one probe call, then as many calls as fill ``budget_s`` (at least
+    3; the ranks take the largest count any of them asks for, so their calls match), timed from a
+    barrier; the slowest rank's time counts. ``total_s``: a budget for everything, shared evenly by
+    the sizes still to come; the ranks stop together before a size that would not fit.
+    ``device="cuda"``: tensors on this rank's GPU, synchronised before the clock stops (nccl).
+    Returns one row per measured size: ``nbytes``, ``seconds`` (one call), ``busbw_gbs``.
+    """
+    import torch
+
+    world = dist.get_world_size()
+    on_gpu = device == "cuda"
+    dev = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+    sync = torch.cuda.synchronize if on_gpu else (lambda: None)
+    began, rows = time.perf_counter(), []
+    for i, size in enumerate(sizes):
+        x = torch.ones(max(1, int(size) // 4), dtype=torch.float32, device=dev)
+        for _ in range(warmup):  # the first calls set up connections and buffers
+            dist.all_reduce(x)
+        sync()
+        start = time.perf_counter()
+        dist.all_reduce(x)
+        sync()
+        probe = max(time.perf_counter() - start, 1e-6)
+        budget, stop = budget_s, 0
+        if total_s is not None:
+            left = total_s - (time.perf_counter() - began)
+            budget, stop = min(budget_s, left / (len(sizes) - i)), int(left < 3 * probe)
+        plan = torch.tensor([max(3, int(budget / probe)), stop], dtype=torch.int64, device=dev)
+        dist.all_reduce(plan, op=dist.ReduceOp.MAX)  # every rank makes the same calls
+        if int(plan[1]):
+            break
+        reps = int(plan[0])
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(reps):
+            dist.all_reduce(x)
+        sync()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64, device=dev)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank sets the time
+        nbytes, seconds = x.numel() * 4, float(elapsed) / reps
+        rows.append({"nbytes": nbytes, "seconds": seconds, "busbw_gbs": bus_bandwidth("all_reduce", nbytes, seconds, world)})
+    return rows
+
+
+def allreduce_rows(sizes: list, budget_s: float = 0.25, total_s: float | None = None, device: str = "cpu") -> list[dict]:
+    """Rank program: :func:`measure_allreduce` on this rank's process group."""
+    import torch.distributed as dist
+    return measure_allreduce(dist, sizes, budget_s, total_s, device)
+
+
+def best_busbw(sizes: list, repeats: int = 2, budget_s: float = 0.25) -> list[float]:
+    """Rank program: the busbw (GB/s) of each size, the best of ``repeats`` runs (contention only slows one)."""
+    import torch.distributed as dist
+    runs = [[row["busbw_gbs"] for row in measure_allreduce(dist, sizes, budget_s)] for _ in range(repeats)]
+    return [max(col) for col in zip(*runs)]
+
+
+def allreduce_busbw(world_size: int = 2, budget_s: float = 4.0, timeout_s: float = 120.0) -> dict | None:
+    """All-reduce bus bandwidth (GB/s, nccl-tests convention: algbw x 2(n-1)/n) with gloo on CPU ranks.
+
+    Starts ``world_size`` ranks (:func:`run`; their output is kept from the notebook); message
+    sizes grow from 256 KiB while ``budget_s`` lasts (process start-up comes on top). Returns
+    ``{"busbw_gbs", "nbytes", "rows", "world_size"}`` (the best size; each row has ``nbytes``,
+    ``seconds``, ``busbw_gbs``), or None with a bilingual note printed if it cannot run.
+    """
+    try:
+        rows = run(allreduce_rows, [list(GROWING_SIZES), budget_s, budget_s], [world_size], timeout_s=timeout_s)[0][0]
+    except Exception as exc:  # no gloo, no subprocesses (restricted sandbox), a rank died: leave it out
+        print(msg("ranks.allreduce_failed", error=f"{type(exc).__name__}: {exc}").text())
+        return None
+    if not rows:
+        return None
+    best = max(rows, key=lambda r: r["busbw_gbs"])
+    return {"busbw_gbs": best["busbw_gbs"], "nbytes": best["nbytes"], "rows": rows, "world_size": world_size}
 
 
 def main(argv: list[str]) -> None:

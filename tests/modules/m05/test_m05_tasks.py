@@ -1,14 +1,15 @@
-"""Module 05 checks: references get full marks, stubs fail, typical mistakes get partial credit and hints."""
+"""Module 05 tasks: references get full marks, stubs fail, typical mistakes get partial credit and hints."""
 import random
 
 import pytest
 
-from autograder import i18n
-from autograder.answers import m05
+from autograder import i18n, ranks
 from autograder.checks import CheckFailed, check, task
-from autograder.checks import m05 as m05_checks
 from autograder.checks.core import score_records
-from autograder.checks.m05 import _measure_answer, _measure_score, _ring_answer, _ring_score
+from autograder.checks.expected import want
+from autograder.modules.m05_networking import tasks as m05_tasks
+from autograder.modules.m05_networking.tasks import _measure_answer, _measure_score, _ring_answer, _ring_score
+from course_answers import m05_networking as m05
 
 
 @pytest.fixture(autouse=True)
@@ -49,10 +50,10 @@ def test_stub_fails(task_id):
 
 def parts_of(task_id, fn, hidden=False, seed=3):
     t = task(task_id)
-    cases = t.visible() + (t.hidden(random.Random(seed)) if hidden else [])
+    cases = t.visible() + (m05.HIDDEN[task_id.split(".")[1]](random.Random(seed)) if hidden else [])
     parts = []
     for case in cases:
-        scored = t.score(case, t.answer(fn, case))
+        scored = t.score(case, t.answer(fn, case), want(task_id, case))
         parts.extend(scored if isinstance(scored, list) else [scored])
     return parts
 
@@ -133,7 +134,7 @@ def observed(rounds, references=None, walls=None):
 
 
 def score_fake(fn):
-    return _measure_score(FAKE, observed([_measure_answer(fn, FAKE)]))
+    return _measure_score(FAKE, observed([_measure_answer(fn, FAKE)]), m05.fake_busbw(FAKE))
 
 
 def test_measure_reference_on_fake_dist():
@@ -177,55 +178,59 @@ RANKS = {"kind": "ranks", "sizes": [1 << 20, 4 << 20], "world_size": 4}
 GLOO = [0.8, 1.2]  # gloo's own busbw at each size, GB/s
 
 
+def score_ranks(answer):
+    return _measure_score(RANKS, answer, None)  # real ranks: no expected answer, the referee's gloo figures
+
+
 def ranks_answer(mine, refs=None, walls=None, rounds=2):
     return observed([{"learner": list(mine)}] * rounds, [{"busbw": list(GLOO)}] * rounds if refs is None else refs,
                     walls)
 
 
 def test_measure_on_ranks_in_band_of_gloo_passes():
-    parts = _measure_score(RANKS, ranks_answer([0.5, 1.0]))  # Python's overhead: a little below gloo
+    parts = score_ranks(ranks_answer([0.5, 1.0]))  # Python's overhead: a little below gloo
     assert len(parts) == 2 and all(p.ok for p in parts) and "measured in turns with yours" in parts[0].message.en
 
 
 def test_measure_on_ranks_far_from_gloo_fails_by_size():
-    parts = _measure_score(RANKS, ranks_answer([0.5, 6.0]))  # 5x gloo at 4 MiB: algbw x bytes miscounted
+    parts = score_ranks(ranks_answer([0.5, 6.0]))  # 5x gloo at 4 MiB: algbw x bytes miscounted
     assert parts[0].ok and not parts[1].ok and "Faster than the hardware can be" in parts[1].message.en
-    parts = _measure_score(RANKS, ranks_answer([0.01, 1.0]))  # 1/80 of gloo at 1 MiB
+    parts = score_ranks(ranks_answer([0.01, 1.0]))  # 1/80 of gloo at 1 MiB
     assert not parts[0].ok and parts[1].ok
 
 
 def test_measure_on_ranks_the_median_round_decides():
     answer = observed([{"learner": [0.5, 1.0]}, {"learner": [50.0, 90.0]}, {"learner": [0.6, 1.1]}],
                       [{"busbw": GLOO}] * 3)
-    assert all(p.ok for p in _measure_score(RANKS, answer))
+    assert all(p.ok for p in score_ranks(answer))
 
 
 def test_measure_on_ranks_must_be_measured_while_the_referee_watches():
     one_call = sum(s / (b * 1e9 * 4 / 6) for s, b in zip(RANKS["sizes"], [0.5, 1.0]))  # 9.4 ms
-    assert all(p.ok for p in _measure_score(RANKS, ranks_answer([0.5, 1.0], walls=[one_call * 1.01] * 2)))
-    parts = _measure_score(RANKS, ranks_answer([0.5, 1.0], walls=[1.0, 1e-4]))  # a constant, returned at once
+    assert all(p.ok for p in score_ranks(ranks_answer([0.5, 1.0], walls=[one_call * 1.01] * 2)))
+    parts = score_ranks(ranks_answer([0.5, 1.0], walls=[1.0, 1e-4]))  # a constant, returned at once
     assert not any(p.ok for p in parts) and "this was not measured" in text(parts)
     for walls in ([1.0], []):
-        parts = _measure_score(RANKS, ranks_answer([0.5, 1.0], walls=walls))
+        parts = score_ranks(ranks_answer([0.5, 1.0], walls=walls))
         assert not any(p.ok for p in parts) and "while the grader watched" in text(parts)
-    parts = _measure_score(RANKS, {"rounds": [{"learner": [0.5, 1.0]}] * 2, "observed": None})
+    parts = score_ranks({"rounds": [{"learner": [0.5, 1.0]}] * 2, "observed": None})
     assert not any(p.ok for p in parts)
 
 
 def test_measure_on_ranks_without_gloo_figures():
     failed = [{"error": "RanksError: rank 1 hung"}] * 2
-    parts = _measure_score(RANKS, ranks_answer([0.5, 1.0], refs=failed))
+    parts = score_ranks(ranks_answer([0.5, 1.0], refs=failed))
     assert all(p.ok and p.weight == 0 for p in parts) and "could not run here" in parts[0].message.en
-    parts = _measure_score(RANKS, ranks_answer([0.5, 1.0], refs=[None, None]))
+    parts = score_ranks(ranks_answer([0.5, 1.0], refs=[None, None]))
     assert not any(p.ok for p in parts)
 
 
 @pytest.mark.parametrize("mine", ["ValueError: boom", [1.0], [1.0, -2.0], [1.0, "fast"]])
 def test_measure_on_ranks_rejects_what_is_not_a_list_of_numbers(mine):
     answer = observed([{"learner": [0.5, 1.0]}, {"learner": mine}], [{"busbw": GLOO}] * 2)
-    parts = _measure_score(RANKS, answer)
+    parts = score_ranks(answer)
     assert not any(p.ok for p in parts) and "Return a list of 2 numbers" in text(parts)
-    assert not any(p.ok for p in _measure_score(RANKS, observed([])))
+    assert not any(p.ok for p in score_ranks(observed([])))
     record = {"case": RANKS, "answer": observed([{"learner": [0.5, 1.0]}, {"learner": None}]), "error": None}
     assert not any(p.ok for p in score_records(task("m05.measure"), [record]))
 
@@ -234,12 +239,12 @@ def test_busbw_program_keeps_the_best_of_the_repeats_and_reports_errors(monkeypa
     import torch.distributed as dist
     monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
     runs = iter([[1.0, 3.0], [2.0, 1.0]])
-    assert m05_checks.busbw_program(lambda d, sizes, n: next(runs), [1, 2], repeats=2) == {"learner": [2.0, 3.0]}
+    assert m05_tasks.busbw_program(lambda d, sizes, n: next(runs), [1, 2], repeats=2) == {"learner": [2.0, 3.0]}
 
     def raises(d, sizes, n):
         raise ValueError("boom")
-    assert m05_checks.busbw_program(raises, [1, 2]) == {"learner": "ValueError: boom"}
-    assert m05_checks.busbw_program(lambda d, sizes, n: [1.0], [1, 2]) == {"learner": "[1.0]"}
+    assert m05_tasks.busbw_program(raises, [1, 2]) == {"learner": "ValueError: boom"}
+    assert m05_tasks.busbw_program(lambda d, sizes, n: [1.0], [1, 2]) == {"learner": "[1.0]"}
 
 
 def quick_busbw(dist, sizes, world_size):
@@ -259,11 +264,9 @@ def quick_busbw(dist, sizes, world_size):
 
 def test_measure_programs_run_on_real_ranks():
     """Small and quick: one size, two ranks; the values themselves depend on the machine, so only their form."""
-    from autograder import m05_ranks
-    mine = m05_ranks.run("autograder.checks.m05:busbw_program", [[4096], 1], [2], learner=quick_busbw,
-                         timeout_s=120)[0]
+    mine = ranks.run(m05_tasks.busbw_program, [[4096], 1], [2], learner=quick_busbw, timeout_s=120)[0]
     assert len(mine) == 2 and all(len(r["learner"]) == 1 and r["learner"][0] > 0 for r in mine)
-    gloo = m05_ranks.run("autograder.checks.m05:reference_program", [[4096], 1], [2], timeout_s=120)[0]
+    gloo = ranks.run(ranks.best_busbw, [[4096], 1], [2], timeout_s=120)[0]
     assert len(gloo) == 2 and all(len(r) == 1 and r[0] > 0 for r in gloo)
 
 
@@ -297,7 +300,7 @@ def half_ring(tensor):  # only the reduce-scatter: each rank holds one finished 
 def test_ring_wrong_answers():
     case = {"world_sizes": [2], "tensors": [{"shape": [5], "dtype": "float32", "seed": 1},
                                             {"shape": [4], "dtype": "int64", "seed": 2}]}
-    parts = _ring_score(case, _ring_answer(cheating_ring, case))
+    parts = _ring_score(case, _ring_answer(cheating_ring, case), None)
     assert not any(p.ok for p in parts) and "collective all_reduce" in text(parts)
-    parts = _ring_score(case, _ring_answer(half_ring, case))
+    parts = _ring_score(case, _ring_answer(half_ring, case), None)
     assert not any(p.ok for p in parts) and "must equal dist.all_reduce" in text(parts)
