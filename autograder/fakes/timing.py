@@ -10,7 +10,7 @@ import numbers
 import time
 from typing import Any, Callable
 
-from .i18n import msg
+from ..i18n import msg
 
 
 class FakeAsyncDevice:
