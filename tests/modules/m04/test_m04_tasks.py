@@ -7,9 +7,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from autograder.answers import m04 as A
-from autograder.checks import CheckFailed, check
-from autograder.checks import m04 as C
+from autograder.checks import CheckFailed, check, task
+from autograder.checks.expected import want
+from autograder.modules.m04_training_memory import tasks as C
+from course_answers import m04_training_memory as A
 
 REFERENCE = {"breakdown": A.memory_breakdown, "gpus": A.gpus_needed, "saved": A.saved_bytes,
              "accumulate": A.accumulation_step, "scaler": A.DynamicLossScaler, "amp": A.amp_step,
@@ -192,7 +193,7 @@ def test_amp_record_is_json_and_graded_outside_the_kernel():
     record = C.TASKS["amp"].answer(A.amp_step, case)
     import json
     again = json.loads(json.dumps(record))
-    parts = C.TASKS["amp"].score(case, again)
+    parts = C.TASKS["amp"].score(case, again, None)
     assert all(p.ok for p in parts)
     assert again["device"] == "cpu" and again["dtype"] == "bfloat16"
 
@@ -209,25 +210,26 @@ def test_split_that_leaves_output_on_first_device_is_caught_with_fake_devices():
     case = C.TASKS["split"].visible()[0]
     answer = C.TASKS["split"].answer(A.split_model, case)
     answer["out_device"] = "cuda"
-    assert len(C.TASKS["split"].score(case, answer)) == 2  # two CPU placements: placement not graded
+    assert len(C.TASKS["split"].score(case, answer, want("m04.split", case))) == 2  # two CPU placements: placement not graded
     answer["first"] = "cuda"
-    assert [p.ok for p in C.TASKS["split"].score(case, answer)] == [True, True, False]  # output compared with tolerance
+    assert [p.ok for p in C.TASKS["split"].score(case, answer, want("m04.split", case))] == [True, True, False]  # output compared with tolerance
     answer.update(out_device="cpu", devices=["cuda"] * len(answer["devices"]))
-    parts = C.TASKS["split"].score(case, answer)
+    parts = C.TASKS["split"].score(case, answer, want("m04.split", case))
     assert parts[-1].ok is False  # layers after the split must be on the second device
 
 
 def test_learner_side_runs_without_the_answers_package(monkeypatch):
-    """The grader hides autograder/answers from submissions: visible/hidden/answer must not need it."""
+    """The grader hides course_answers from submissions: the learner's side (answer) must not need it."""
     import sys
 
     from autograder.checks import core
 
-    monkeypatch.setitem(sys.modules, "autograder.answers.m04", None)  # any import of it now fails
+    cases = {name: core.cases_for(task(f"m04.{name}"), True, 5) for name in C.TASKS}  # drawn by the grader
+    monkeypatch.setitem(sys.modules, "course_answers.m04_training_memory", None)  # any import of it now fails
     records = {}
-    for name, task in C.TASKS.items():
-        records[name] = core.collect(task, REFERENCE[name], core.cases_for(task, True, 5))
+    for name in C.TASKS:
+        records[name] = core.collect(task(f"m04.{name}"), REFERENCE[name], cases[name])
         assert all(r["error"] is None for r in records[name]), (name, records[name])
-    monkeypatch.delitem(sys.modules, "autograder.answers.m04")
-    for name, task in C.TASKS.items():
-        assert core.fraction(core.score_records(task, records[name])) == 1.0, name
+    monkeypatch.delitem(sys.modules, "course_answers.m04_training_memory")
+    for name in C.TASKS:
+        assert core.fraction(core.score_records(task(f"m04.{name}"), records[name])) == 1.0, name

@@ -14,7 +14,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .i18n import Message, msg
+from ...i18n import Message, msg
 
 TECHNIQUES = ("plain", "autocast", "checkpoint", "accumulation")
 MICRO_BATCHES = 4
@@ -292,7 +292,7 @@ def setup(technique: str, device: str, seed: int = 0, **model_kw):
 def measure(technique: str, device: str = "cpu", budget_s: float = 1.0, size: int = 8,
             timer: Callable | None = None, probe=None) -> Result:
     """Peak memory of one training step of the tiny model with ``technique``, and its step time."""
-    from .harness import time_fn
+    from ...harness import time_fn
 
     model, optimizer, kw = setup(technique, device)
     probe = probe or probe_for(device)

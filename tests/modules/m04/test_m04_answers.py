@@ -8,10 +8,9 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import yaml
 
-from autograder.answers import m04 as A
-from autograder.checks.m04 import Checkpointed, blocks
+from course_answers import m04_training_memory as A
+from autograder.modules.m04_training_memory.tasks import Checkpointed, blocks
 
 GB = 1e9
 
@@ -139,7 +138,7 @@ def test_dividing_by_the_number_of_steps_is_wrong_for_uneven_splits():
 
 
 def test_accumulation_skips_sync_until_the_last_micro_batch():
-    from autograder.checks.m04 import SyncRecorder
+    from autograder.fakes.ddp import SyncRecorder
 
     model, x, y = _problem()
     wrapped = SyncRecorder(model)
@@ -206,9 +205,9 @@ def test_split_model_equals_unsplit(split):
 
 
 def test_deepspeed_examples_parse_and_keep_the_batch_rule():
-    from autograder.answers.m04 import DATA
+    from autograder.modules.m04_training_memory.data import table
 
-    ds = yaml.safe_load((DATA.parent / "m04_deepspeed.yaml").read_text(encoding="utf-8"))
+    ds = table("deepspeed")
     for name, text in ds["configs"].items():
         cfg = json.loads(text)
         micro, accum = cfg["train_micro_batch_size_per_gpu"], cfg["gradient_accumulation_steps"]

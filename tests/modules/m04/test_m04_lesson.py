@@ -5,7 +5,7 @@ import types
 import pytest
 import torch
 
-from autograder import m04_memory as M
+from autograder.modules.m04_training_memory import lesson as M
 from autograder.i18n import set_language
 
 

@@ -1,21 +1,18 @@
-"""Reference answers of module 04 (training memory): the rules the checks grade against."""
+"""Reference answers and hidden cases of module 04 (training memory)."""
 from __future__ import annotations
 
 import math
 from contextlib import nullcontext
 from fractions import Fraction
-from functools import lru_cache
-from pathlib import Path
 
-import yaml
-
-DATA = Path(__file__).resolve().parent.parent / "data" / "m04_memory.yaml"
+from autograder import profiles
+from autograder.modules.m04_training_memory import tasks
+from autograder.modules.m04_training_memory.data import table
 
 
-@lru_cache(maxsize=1)
 def data() -> dict:
-    """Bytes per parameter, optimizer states, ZeRO stages and the planning rule (m04_memory.yaml)."""
-    return yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    """Bytes per parameter, optimizer states, ZeRO stages and the planning rule (``data/memory.yaml``)."""
+    return table("memory")
 
 
 def _choice(value, options, what: str):
@@ -58,8 +55,6 @@ def gpus_for(n_params: int, memory_gb: float, bytes_per_param: int, usable: floa
 
 def gpus_needed(n_params: int, profile_id: str) -> dict:
     """GPUs of profile ``profile_id`` needed to train (16 B/param, sharded) and to serve (2 B/param)."""
-    from .. import profiles
-
     plan = data()["planning"]
     memory_gb = profiles.get(profile_id).memory_gb
     return {
@@ -181,3 +176,130 @@ def split_model(layers, split: int, first: str, second: str):
             return self.second(self.first(x.to(first)).to(second))
 
     return Split()
+
+
+# ---------------------------------------------------------------- expected answers of a case
+def _saved(case) -> dict:
+    model, x = tasks.blocks(case)
+    return {"plain": saved_bytes(model, x), "checkpointed": saved_bytes(tasks.Checkpointed(model, case["segments"]), x)}
+
+
+def _accumulated(case) -> dict:
+    """Gradients and loss of one full-batch step: what accumulation over micro-batches must reproduce."""
+    model, x, y, loss_fn = tasks.mlp(case)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    return {"loss": loss.item(), "grads": [v for p in model.parameters() for v in p.grad.flatten().tolist()]}
+
+
+def _scaler_trace(case) -> list:
+    ref = DynamicLossScaler(**case["args"])
+    return [{"scaled_loss": ref.scale(case["loss"]), "result": ref.step([float(g) for g in grads]),
+             "scale": ref.get_scale()} for grads in case["steps"]]
+
+
+def _split(case) -> dict:
+    """Output and gradients of the whole model on one device (where the layers run does not change them)."""
+    layers, x = tasks.sequence(case)
+    out = layers(x)
+    out.sum().backward()
+    return {"out": out.detach().tolist(), "grads": [v for p in layers.parameters() for v in p.grad.flatten().tolist()]}
+
+
+EXPECT = {
+    "breakdown": lambda c: memory_breakdown(c["params"], c["optimizer"], c["precision"], c["stage"], c["gpus"]),
+    "gpus": lambda c: gpus_needed(c["params"], c["profile"]),
+    "saved": _saved,
+    "accumulate": _accumulated,
+    "scaler": _scaler_trace,
+    "split": _split,
+}
+
+
+# ---------------------------------------------------------------- hidden cases
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
+PRECISIONS = ("fp32", "mixed", "bf16")
+
+
+def _breakdown_hidden(rng) -> list:
+    cases = []
+    for _ in range(10):
+        cases.append({"params": float(rng.randrange(10**6, 10**12)), "optimizer": rng.choice(OPTIMIZERS),
+                      "precision": rng.choice(PRECISIONS), "stage": rng.randrange(4),
+                      "gpus": rng.choice([1, 2, 3, 6, 8, 64, 100, 1024])})
+    cases.append({"params": 0.0, "optimizer": "adamw", "precision": "mixed", "stage": 3, "gpus": 8})
+    cases.append({"params": 1.3e9, "optimizer": "momentum", "precision": "bf16", "stage": 1, "gpus": 1})
+    return cases
+
+
+def _gpus_hidden(rng) -> list:
+    plan = data()["planning"]
+    ids = sorted(p.id for kind in ("gpu", "tpu") for p in profiles.all_of(kind) if p.memory_gb)
+    cases = []
+    while len(cases) < 10:
+        pid = rng.choice(ids)
+        params = int(10 ** rng.uniform(8, 12.3))
+        per_gpu = Fraction(str(plan["usable_fraction"])) * Fraction(str(profiles.get(pid).memory_gb)) * 10**9
+        ratios = [Fraction(params * b) / per_gpu for b in (plan["train_bytes_per_param"], plan["infer_bytes_per_param"])]
+        if all(abs(r - round(r)) > Fraction(1, 10**6) for r in ratios):  # keep clear of exact boundaries
+            cases.append({"params": params, "profile": pid})
+    return cases
+
+
+def _saved_hidden(rng) -> list:
+    return [{"dims": [rng.choice([8, 24, 40]), rng.choice([32, 96])], "depth": rng.randrange(3, 7),
+             "act": rng.choice(["relu", "gelu", "tanh"]), "batch": rng.randrange(2, 33),
+             "dtype": rng.choice(["float32", "bfloat16"]), "segments": rng.randrange(2, 4)} for _ in range(4)]
+
+
+def _accumulate_hidden(rng) -> list:
+    cases = []
+    for _ in range(4):
+        batch = rng.randrange(5, 40)
+        cases.append({"seed": rng.randrange(10**6), "sizes": [rng.randrange(2, 9), rng.randrange(4, 17),
+                                                              rng.randrange(2, 6)],
+                      "batch": batch, "n_micro": rng.randrange(2, min(batch, 7) + 1), "loss": rng.choice(["mse", "ce"])})
+    cases.append({"seed": 7, "sizes": [3, 4, 2], "batch": 9, "n_micro": 1, "loss": "mse"})
+    return cases
+
+
+def _steps(rng, n: int, bad: float) -> list:
+    out = []
+    for _ in range(n):
+        grads = [round(rng.uniform(-4, 4), 3) for _ in range(3)]
+        if rng.random() < bad:
+            grads[rng.randrange(3)] = rng.choice(["inf", "-inf", "nan"])
+        out.append(grads)
+    return out
+
+
+def _scaler_hidden(rng) -> list:
+    cases = [{"args": {"init_scale": float(rng.choice([2**k for k in range(4, 17)])),
+                       "growth_factor": rng.choice([2.0, 3.0, 1.5]), "backoff_factor": rng.choice([0.5, 0.25, 0.1]),
+                       "growth_interval": rng.randrange(1, 6)},
+              "loss": round(rng.uniform(0.1, 5), 3), "steps": _steps(rng, 16, 0.3)} for _ in range(3)]
+    cases.append({"args": {"init_scale": 1e308, "growth_factor": 10.0, "backoff_factor": 0.5, "growth_interval": 1},
+                  "loss": 1.0, "steps": [[1.0, 2.0], [1.0, 2.0], ["inf", 0.0], [1.0, 2.0]]})
+    return cases
+
+
+def _split_hidden(rng) -> list:
+    cases = []
+    for _ in range(3):
+        widths = [rng.randrange(2, 12) for _ in range(rng.randrange(3, 6))]
+        cases.append({"seed": rng.randrange(10**6), "widths": widths, "split": rng.randrange(1, 2 * (len(widths) - 1)),
+                      "batch": rng.randrange(1, 9)})
+    cases.append({"seed": 5, "widths": [3, 5, 2], "split": 0, "batch": 3})
+    cases.append({"seed": 6, "widths": [3, 5, 2], "split": 4, "batch": 3})
+    return cases
+
+
+HIDDEN = {
+    "breakdown": _breakdown_hidden,
+    "gpus": _gpus_hidden,
+    "saved": _saved_hidden,
+    "accumulate": _accumulate_hidden,
+    "scaler": _scaler_hidden,
+    "amp": lambda rng: [{"seed": rng.randrange(1, 10**6), "dtype": "auto"}, {"seed": rng.randrange(1, 10**6), "dtype": "other"}],
+    "split": _split_hidden,
+}

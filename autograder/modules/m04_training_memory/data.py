@@ -1,0 +1,16 @@
+"""The module's data tables, read once (lesson, tasks and references all use these)."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from ...datafile import read_yaml
+
+FOLDER = Path(__file__).resolve().parent / "data"
+
+
+@lru_cache(maxsize=None)
+def table(name: str) -> dict:
+    """``data/<name>.yaml``: ``memory`` (bytes per parameter, optimizer states, ZeRO stages, planning rule),
+    ``amp`` (steps, per-format tolerance, required loss drop) or ``deepspeed``."""
+    return read_yaml(FOLDER / f"{name}.yaml")
