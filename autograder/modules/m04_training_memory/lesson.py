@@ -357,3 +357,359 @@ def decision_diagram(ax=None):
     ax.text(1.9, 1.2, msg("m04.diagram.legend").text(), fontsize=8.5, color="#555555")
     ax.set_title(msg("m04.diagram.title").text(), fontsize=12)
     return fig
+
+
+# ---------------------------------------------------------------- lesson figures and tables
+GB = 1e9
+RECIPES = (("fp32", "adam"), ("mixed", "adam"), ("bf16", "adam"), ("fp32", "momentum"), ("fp32", "sgd"))
+PART_COLORS = (("weights", "#4c72b0"), ("gradients", "#dd8452"), ("optimizer", "#55a868"))
+
+
+def bytes_per_param(precision: str, optimizer: str) -> dict:
+    """Bytes per parameter of weights, gradients and optimizer states (fp32 master copy included)."""
+    from .data import table
+
+    p = table("memory")["precisions"][precision]
+    states = table("memory")["optimizers"][optimizer]["states"]
+    return {"weights": p["weights"], "gradients": p["gradients"], "optimizer": p["master"] + states * p["state"]}
+
+
+def recipe_rows(n_params: float = 7e9) -> list[dict]:
+    """One row per training recipe: bytes per parameter and the model states of ``n_params`` in GB."""
+    from ...lesson import t
+
+    rows = []
+    for precision, optimizer in RECIPES:
+        b = bytes_per_param(precision, optimizer)
+        rows.append({t("방식", "recipe"): f"{precision} + {optimizer}", **b, t("합계 B/param", "total B/param"): sum(b.values()),
+                     t("7B 모델 (GB)", "7B model (GB)"): n_params * sum(b.values()) / GB})
+    return rows
+
+
+def plot_recipes(n_params: float = 7e9, profile_id: str = "h100_sxm"):
+    """Stacked bars of weights, gradients and optimizer states per recipe, beside one GPU's memory."""
+    import matplotlib.pyplot as plt
+
+    from ... import profiles
+    from ...lesson import t
+
+    gpu = profiles.get(profile_id)
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    labels, bottom = [f"{p}\n{o}" for p, o in RECIPES], [0.0] * len(RECIPES)
+    for part, color in PART_COLORS:
+        values = [n_params * bytes_per_param(p, o)[part] / GB for p, o in RECIPES]
+        ax.bar(labels, values, bottom=bottom, color=color, label=part)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.axhline(gpu.memory_gb, color="#c44e52", ls="--")
+    ax.text(len(RECIPES) - 0.5, gpu.memory_gb + 3, f"{gpu.label}: {gpu.memory_gb:g} GB", ha="right", color="#c44e52")
+    ax.set_ylabel("GB")
+    ax.set_title(t("7B 모델의 model state (activation 제외)", "Model states of a 7B model (activations not included)"))
+    ax.legend()
+    return fig
+
+
+def activation_bytes(model, *inputs) -> int:
+    """What ``model(*inputs)`` keeps for backward, counted once per storage (parameters left out)."""
+    import torch
+
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept: dict[int, int] = {}
+
+    def keep(tensor):
+        storage = tensor.untyped_storage()
+        kept.setdefault(storage.data_ptr(), 0 if storage.data_ptr() in weights else storage.nbytes())
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+        model(*inputs)
+    return sum(kept.values())
+
+
+ACTIVATION_SWEEPS = {"size": [2, 4, 8, 16, 32], "seq": [16, 32, 64, 128, 256], "layers": [1, 2, 4, 8, 12]}
+
+
+def activation_sweep(device: str = "cpu", base: dict | None = None) -> dict:
+    """MiB of activations the tiny model saves, varying batch size, sequence length and depth one at a time."""
+    import torch
+
+    torch.manual_seed(0)
+    base = base or {"size": 8, "seq": 64, "layers": 4}
+    measured = {}
+    for knob, values in ACTIVATION_SWEEPS.items():
+        measured[knob] = []
+        for v in values:
+            cfg = {**base, knob: v}
+            model = tiny_lm(layers=cfg["layers"]).to(device)
+            tokens, _ = batch(size=cfg["size"], seq=cfg["seq"], device=device)
+            measured[knob].append(activation_bytes(model, tokens) / 2**20)
+    return measured
+
+
+def plot_activation_sweep(measured: dict):
+    import matplotlib.pyplot as plt
+
+    from ...lesson import t
+
+    names = {"size": t("batch 크기", "batch size"), "seq": t("sequence 길이", "sequence length"), "layers": t("층 수", "layers")}
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    for ax, (knob, values) in zip(axes, ACTIVATION_SWEEPS.items()):
+        ax.plot(values, measured[knob], "o-")
+        ax.set_xlabel(names[knob])
+        ax.set_ylabel("MiB")
+        ax.grid(alpha=0.3)
+    fig.suptitle(t("작은 transformer가 backward용으로 저장하는 activation (측정)",
+                   "Activations a small transformer saves for backward (measured)"))
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------- the GPU-count calculator
+def recipe_modes() -> dict:
+    from ...lesson import t
+
+    return {"mixed_adam": (t("학습: mixed precision Adam", "train: mixed-precision Adam"), ("mixed", "adam")),
+            "fp32_adam": (t("학습: fp32 Adam", "train: fp32 Adam"), ("fp32", "adam")),
+            "bf16_adam": (t("학습: 순수 bf16 Adam", "train: pure bf16 Adam"), ("bf16", "adam")),
+            "infer": (t("추론: bf16 가중치만", "inference: bf16 weights only"), None)}
+
+
+def split_bytes(n_params: float, mode: str, stage: int) -> tuple[float, float]:
+    """(bytes every GPU keeps whole, bytes divided over the GPUs) at this ZeRO stage."""
+    from .data import table
+
+    recipe = recipe_modes()[mode][1]
+    if recipe is None:
+        return 0.0, 2.0 * n_params  # inference: bf16 weights split evenly
+    b = bytes_per_param(*recipe)
+    sharded = table("memory")["zero_stages"][stage]
+    return (sum(n_params * v for k, v in b.items() if k not in sharded),
+            sum(n_params * v for k, v in b.items() if k in sharded))
+
+
+def fit_rows(n_params: float, mode: str, stage: int, gpus: int, act_gb: float) -> list[dict]:
+    """Each accelerator with memory: GB needed per GPU, whether ``gpus`` of them fit, the fewest that fit."""
+    import math
+
+    from ... import profiles
+    from ...lesson import t
+    from .data import table
+
+    usable = table("memory")["planning"]["usable_fraction"]
+    whole, shared = split_bytes(n_params, mode, stage)
+    need = (whole + shared / gpus) / GB + act_gb
+    rows = []
+    for p in profiles.all_of():
+        if not p.memory_gb:
+            continue
+        room = usable * p.memory_gb * GB - whole - act_gb * GB
+        fewest = None if room <= 0 else (max(1, math.ceil(shared / room)) if shared else 1)
+        rows.append({t("장치", "device"): p.label, t("메모리 GB", "memory GB"): p.memory_gb,
+                     t("GPU당 필요 GB", "needed GB per GPU"): round(need, 1),
+                     t(f"{gpus}장에 들어감", f"fits on {gpus}"): "✅" if need <= usable * p.memory_gb else "❌",
+                     t("최소 GPU 수", "minimum GPUs"): fewest if fewest is not None else "—"})
+    return rows
+
+
+def memory_calculator():
+    """Sliders for parameters, recipe, ZeRO stage, GPUs and activations; the table of devices that fit."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    from ...lesson import show_table, t
+
+    params = widgets.FloatLogSlider(value=7e9, base=10, min=8, max=12, step=0.05, readout_format=".3g",
+                                    description=t("파라미터", "parameters"))
+    mode = widgets.Dropdown(options=[(label, key) for key, (label, _) in recipe_modes().items()], value="mixed_adam",
+                            description=t("방식", "recipe"))
+    stage = widgets.Dropdown(options=[0, 1, 2, 3], value=0, description="ZeRO stage")
+    gpus = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=1, description=t("GPU 수", "GPUs"))
+    act = widgets.FloatSlider(value=4.0, min=0, max=60, step=0.5, description=t("activation GB", "activations GB"))
+    out = widgets.Output()
+
+    def render(*_):
+        with out:
+            out.clear_output(wait=True)
+            rows = fit_rows(params.value, mode.value, stage.value, gpus.value, act.value)
+            fits = sum(r[t(f"{gpus.value}장에 들어감", f"fits on {gpus.value}")] == "✅" for r in rows)
+            print(t(f"{len(rows)}개 장치 중 {fits}개에 들어갑니다.", f"Fits on {fits} of {len(rows)} devices."))
+            show_table(rows)
+
+    for w in (params, mode, stage, gpus, act):
+        w.observe(render, names="value")
+    display(widgets.VBox([widgets.HBox([params, mode]), widgets.HBox([stage, gpus, act]), out]))
+    render()
+
+
+def plot_zero_stages(n_params: float = 7.5e9, profile_ids=("h100_sxm", "rtx_4090")):
+    """Model states per GPU against the GPU count, one line per ZeRO stage, beside 90 % of some GPUs."""
+    import matplotlib.pyplot as plt
+
+    from ... import profiles
+    from ...lesson import t
+    from .data import table
+
+    usable = table("memory")["planning"]["usable_fraction"]
+    gpus = [1, 2, 4, 8, 16, 32, 64, 128]
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    for stage in range(4):
+        whole, shared = split_bytes(n_params, "mixed_adam", stage)
+        ax.plot(gpus, [(whole + shared / n) / GB for n in gpus], "o-", label=f"ZeRO stage {stage}")
+    for pid in profile_ids:
+        p = profiles.get(pid)
+        ax.axhline(usable * p.memory_gb, ls="--", color="gray")
+        ax.text(gpus[-1], usable * p.memory_gb * 1.08, f"{usable:.0%} {p.label}", ha="right", fontsize=8, color="gray")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(t("GPU 수 N", "GPUs N"))
+    ax.set_ylabel(t("GPU당 model state (GB)", "model states per GPU (GB)"))
+    ax.set_title(t(f"{n_params / 1e9:g}B 모델, mixed precision Adam", f"{n_params / 1e9:g}B model, mixed-precision Adam"))
+    ax.legend(fontsize=8)
+    return fig
+
+
+# ---------------------------------------------------------------- mixed precision and loss scaling
+def autocast_rows(device: str, dtype) -> list[dict]:
+    """The dtype each common op returns under ``torch.autocast(device, dtype)``."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    from ...lesson import t
+
+    x = torch.randn(8, 16, device=device)
+    lin, ln = nn.Linear(16, 16).to(device), nn.LayerNorm(16).to(device)
+    target = torch.randint(16, (8,), device=device)
+    ops = {"linear": lambda: lin(x), "matmul": lambda: x @ x.T, "layer_norm": lambda: ln(lin(x)),
+           "softmax": lambda: torch.softmax(lin(x), -1), "gelu": lambda: F.gelu(lin(x)), "sum": lambda: lin(x).sum(),
+           "cross_entropy": lambda: F.cross_entropy(lin(x), target), "mse_loss": lambda: F.mse_loss(lin(x), x)}
+    name = t("결과 dtype", "result dtype")
+    with torch.autocast(device_type=device, dtype=dtype):
+        rows = [{"op": op, name: str(fn().dtype).replace("torch.", "")} for op, fn in ops.items()]
+    return rows + [{"op": t("파라미터 lin.weight", "parameter lin.weight"), name: str(lin.weight.dtype).replace("torch.", "")}]
+
+
+def plot_grad_scaler(steps: int = 40, overflows=(12, 13, 27)):
+    """torch.amp.GradScaler's scale over ``steps`` steps with planted inf gradients; skipped steps marked."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    from ...lesson import t
+
+    p = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.SGD([p], lr=1e-3)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=5)
+    scales, skipped = [], []
+    for step in range(steps):
+        opt.zero_grad()
+        scaler.scale((p ** 2).sum()).backward()
+        if step in overflows:
+            p.grad[0] = float("inf")  # an overflow, as fp16 gradients can produce
+        before = p.detach().clone()
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+        skipped.append(torch.equal(before, p.detach()))
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.step(range(steps), scales, where="post")
+    ax.scatter([i for i, s in enumerate(skipped) if s], [scales[i] for i, s in enumerate(skipped) if s],
+               color="#c44e52", zorder=3, label=t("건너뛴 스텝 (inf)", "skipped step (inf)"))
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel(t("스텝", "step"))
+    ax.set_ylabel("scale")
+    ax.legend()
+    ax.set_title(t("torch.amp.GradScaler의 동적 scale", "Dynamic scale of torch.amp.GradScaler"))
+    return fig
+
+
+# ---------------------------------------------------------------- checkpointing
+class Segmented:
+    """``blocks`` run as ``k`` checkpointed segments: only each segment's input is kept for backward."""
+
+    def __init__(self, blocks, k: int):
+        self.blocks, self.k = blocks, k
+
+    def parameters(self):
+        return (p for b in self.blocks for p in b.parameters())
+
+    def __call__(self, x):
+        import math
+
+        import torch.nn as nn
+        from torch.utils.checkpoint import checkpoint
+
+        size = math.ceil(len(self.blocks) / self.k)
+        for start in range(0, len(self.blocks), size):
+            x = checkpoint(nn.Sequential(*self.blocks[start:start + size]), x, use_reentrant=False)
+        return x
+
+
+def checkpoint_tradeoff(stack, x, ks=(1, 2, 3, 4, 5, 6, 8, 12, 16)) -> dict:
+    """Measured activation bytes of ``stack`` run as k checkpointed segments, with the recomputed segment."""
+    import math
+
+    import torch.nn as nn
+
+    per_block = activation_bytes(nn.Sequential(stack[0]), x)
+    stored = [activation_bytes(Segmented(stack, k), x) for k in ks]
+    recompute = [math.ceil(len(stack) / k) * per_block for k in ks]
+    return {"ks": list(ks), "plain": activation_bytes(nn.Sequential(*stack), x), "per_block": per_block,
+            "boundary": x.numel() * x.element_size(), "stored": stored, "recompute": recompute,
+            "peak": [s + r for s, r in zip(stored, recompute)], "n": len(stack)}
+
+
+def plot_checkpoint_tradeoff(r: dict):
+    import math
+
+    import matplotlib.pyplot as plt
+
+    from ...lesson import t
+
+    mib = lambda values: [v / 2**20 for v in values]  # noqa: E731
+    k_star = math.sqrt(r["n"] * r["per_block"] / r["boundary"])
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    ax.plot(r["ks"], mib(r["stored"]), "o-", label=t("저장된 경계", "saved boundaries"))
+    ax.plot(r["ks"], mib(r["recompute"]), "s-", label=t("재계산하는 구간 하나", "one segment recomputed"))
+    ax.plot(r["ks"], mib(r["peak"]), "k^-", label=t("합 (최대)", "sum (peak)"))
+    ax.axhline(r["plain"] / 2**20, color="#c44e52", ls="--", label=t("checkpoint 없음", "no checkpointing"))
+    ax.axvline(math.sqrt(r["n"]), color="gray", ls=":", label="k = √n")
+    ax.axvline(k_star, color="purple", ls=":", label="k* = √(n·a/b)")
+    ax.set_xlabel(t("구간 수 k", "segments k"))
+    ax.set_ylabel("MiB")
+    ax.legend(fontsize=8)
+    ax.set_title(t(f"블록 {r['n']}개의 activation 메모리 (측정)", f"Activation memory of {r['n']} blocks (measured)"))
+    return fig
+
+
+# ---------------------------------------------------------------- the four techniques measured
+def technique_rows(results: list) -> list[dict]:
+    from ...lesson import t
+
+    names = technique_names()
+    return [{t("방법", "technique"): names[r.technique],
+             t("최대 메모리 MiB", "peak MiB"): None if r.peak_bytes is None else round(r.peak_bytes / 2**20, 2),
+             t("스텝 ms", "step ms"): None if r.step_s is None else round(r.step_s * 1e3, 2),
+             t("비고", "note"): r.note or ""} for r in results]
+
+
+def technique_names() -> dict:
+    from ...lesson import t
+
+    return {"plain": t("기본", "plain"), "autocast": "autocast", "checkpoint": "checkpoint",
+            "accumulation": t("accumulation ×4", "accumulation ×4")}
+
+
+def plot_techniques(results: list, device: str):
+    import matplotlib.pyplot as plt
+
+    from ...lesson import t
+
+    names, ok = technique_names(), [r for r in results if r.peak_bytes is not None]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    axes[0].bar([names[r.technique] for r in ok], [r.peak_bytes / 2**20 for r in ok], color="#4c72b0")
+    axes[0].set_ylabel("MiB")
+    axes[0].set_title(t("한 스텝의 최대 메모리 (웜업 뒤 증가분)", "Peak memory of one step (above the start)"))
+    axes[1].bar([names[r.technique] for r in ok], [r.step_s * 1e3 for r in ok], color="#dd8452")
+    axes[1].set_ylabel("ms")
+    axes[1].set_title(t(f"스텝 시간 ({device})", f"Step time ({device})"))
+    fig.tight_layout()
+    return fig
