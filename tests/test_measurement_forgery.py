@@ -20,12 +20,12 @@ GB = 1e9
 
 
 def _copy(case):
-    from autograder.checks import m03
+    from autograder.modules.m03_memory_hierarchy import tasks as m03
     return {"device": "cpu", "nbytes": m03._copy_bytes(case, "cpu"), "gbs": 12.0}, {"gbs": 12.0}
 
 
 def _sweep(case):
-    from autograder.checks import m03
+    from autograder.modules.m03_memory_hierarchy import tasks as m03
     device, llc, sizes = m03._sweep_plan(case)
     return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": [10.0] * len(sizes)}, {"gbs": [10.0] * len(sizes)}
 

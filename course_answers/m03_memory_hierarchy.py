@@ -1,4 +1,4 @@
-"""Reference answers of module 03 (memory hierarchy and roofline): the rules the checks grade against.
+"""Reference answers and hidden cases of module 03 (memory hierarchy and roofline).
 
 Units: FLOPs and bytes are plain counts; TFLOP/s = 10^12 FLOP/s; GB/s = 10^9 bytes/s;
 KB = 1024 bytes and MB = 1024 KB, as NVIDIA prints on-chip sizes ("50 MB" L2).
@@ -7,12 +7,16 @@ written once (perfect reuse inside the chip).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
+
+from autograder import profiles
+from autograder.llm import kv_cache_bytes
+from autograder.modules.m03_memory_hierarchy import tasks
+from autograder.modules.m03_memory_hierarchy.analysis import roof, roof_vertices
+from autograder.modules.m03_memory_hierarchy.measure import bandwidth_sweep, read_bandwidth_gbs  # noqa: F401 (solutions)
 
 BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 OPS = {"add": 1, "matvec": 2, "matmul": 3}  # op -> number of dimensions in its shape
-ROOF_TOLERANCE = 0.02                      # a plotted roof vertex may be off by 2 %
 
 
 # ------------------------------------------------------------ arithmetic intensity
@@ -51,8 +55,8 @@ def ridge_point(peak_tflops: float, bandwidth_gbs: float) -> float:
 
 
 def attainable_tflops(peak_tflops: float, bandwidth_gbs: float, intensity: float) -> float:
-    """The roofline: min(peak, intensity x bandwidth), in TFLOP/s."""
-    return min(peak_tflops, intensity * bandwidth_gbs * 1e9 / 1e12)
+    """The roofline: min(peak, intensity x bandwidth), in TFLOP/s (the rule the figure check reads too)."""
+    return roof(peak_tflops, bandwidth_gbs, intensity)
 
 
 def roofline_point(peak_tflops: float, bandwidth_gbs: float, intensity: float) -> dict:
@@ -92,12 +96,6 @@ def compute_bound_batch(peak_tflops: float, bandwidth_gbs: float, d_in: int, d_o
 
 
 # ------------------------------------------------------------ LLM decoding
-def kv_cache_bytes(model: dict, batch: int, context: int) -> int:
-    """K and V for every layer, KV head and token: 2 x layers x kv_heads x head_dim x context x batch x bytes."""
-    return (2 * int(model["layers"]) * int(model["kv_heads"]) * int(model["head_dim"])
-            * int(context) * int(batch) * int(model["kv_bytes"]))
-
-
 def decode_bound(model: dict, batch: int, context: int, bandwidth_gbs: float) -> dict:
     """Upper bound on decode throughput when every step reads all weights and the whole KV cache once.
 
@@ -119,72 +117,6 @@ def on_chip_capacity(spec: dict) -> dict:
     registers = sms * float(spec["registers_per_sm_kb"])
     l2 = float(spec["l2_mb"]) * 1024
     return {"smem_kb": smem, "registers_kb": registers, "l2_kb": l2, "total_kb": smem + registers + l2}
-
-
-# ------------------------------------------------------------ working-set sweep analysis
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-
-
-def sweep_plateaus(sizes: Sequence[int], gbs: Sequence[float], llc_bytes: int) -> tuple[float | None, float | None]:
-    """Median bandwidth of the sets that fit well inside the last-level cache (<= LLC/4) and far beyond it (>= 4 LLC)."""
-    inside = [g for s, g in zip(sizes, gbs) if s <= llc_bytes / 4]
-    beyond = [g for s, g in zip(sizes, gbs) if s >= 4 * llc_bytes]
-    return (_median(inside) if inside else None, _median(beyond) if beyond else None)
-
-
-def sweep_knee(sizes: Sequence[int], gbs: Sequence[float], llc_bytes: int) -> int | None:
-    """The largest size still above the geometric mean of the two plateaus (where the fall begins)."""
-    fast, slow = sweep_plateaus(sizes, gbs, llc_bytes)
-    if not fast or not slow or fast <= slow:
-        return None
-    threshold = math.sqrt(fast * slow)
-    above = [s for s, g in zip(sizes, gbs) if g >= threshold and s < 4 * llc_bytes]
-    return max(above) if above else None
-
-
-# ------------------------------------------------------------ roofline figure
-def roof_vertices(peak_tflops: float, bandwidth_gbs: float, lo: float, hi: float) -> tuple[list[float], list[float]]:
-    """The roof as three vertices: (lo, lo x bw), the ridge, (hi, peak)."""
-    ridge = ridge_point(peak_tflops, bandwidth_gbs)
-    xs = [lo, ridge, hi]
-    return xs, [attainable_tflops(peak_tflops, bandwidth_gbs, x) for x in xs]
-
-
-def on_roof(x: float, y: float, peak_tflops: float, bandwidth_gbs: float, tol: float = ROOF_TOLERANCE) -> bool:
-    """Whether the point (intensity, TFLOP/s) lies on the roofline within ``tol``."""
-    if not (x > 0 and y > 0 and math.isfinite(x) and math.isfinite(y)):
-        return False
-    want = attainable_tflops(peak_tflops, bandwidth_gbs, x)
-    return abs(y - want) <= tol * want
-
-
-def roof_coverage(lines: list[dict], peak_tflops: float, bandwidth_gbs: float) -> dict:
-    """Which parts of the roof the plotted ``lines`` ({"x": [...], "y": [...]}) draw.
-
-    A line is part of the roof when it has two or more vertices and all of them lie on
-    the roofline. ``memory``: the roof lines reach down to ridge/10 with two vertices
-    at or below the ridge; ``compute``: up to 10 x ridge with two vertices at or above it.
-    """
-    ridge = ridge_point(peak_tflops, bandwidth_gbs)
-    xs: list[float] = []
-    for line in lines:
-        pts = [(x, y) for x, y in zip(line.get("x", []), line.get("y", []))
-               if x is not None and y is not None]
-        if len(pts) >= 2 and all(on_roof(x, y, peak_tflops, bandwidth_gbs) for x, y in pts):
-            xs.extend(x for x, _ in pts)
-    below = [x for x in xs if x <= ridge * (1 + 1e-9)]  # the ridge vertex ends both segments
-    above = [x for x in xs if x >= ridge * (1 - 1e-9)]
-    return {"memory": len(below) >= 2 and min(below) <= ridge / 10,
-            "compute": len(above) >= 2 and max(above) >= ridge * 10}
-
-
-def point_plotted(point: dict, markers: list[list[float]], rel: float = 1e-6) -> bool:
-    """Whether ``point`` (intensity, tflops) is among the plotted marker positions."""
-    x, y = float(point["intensity"]), float(point["tflops"])
-    return any(abs(mx - x) <= rel * abs(x) and abs(my - y) <= rel * abs(y) for mx, my in markers)
 
 
 def plot_roofline(peak_tflops: float, bandwidth_gbs: float, points: list[dict]):
@@ -209,7 +141,7 @@ def copy_bandwidth_gbs(nbytes: int, device: str = "cpu", budget_s: float = 1.0) 
     """Copy bandwidth in GB/s counting read + write (2 x nbytes per copy), timed with the harness."""
     import torch
 
-    from ..harness import time_fn
+    from autograder.harness import time_fn
 
     n = max(1, int(nbytes) // 4)
     src = torch.rand(n, device=device)
@@ -218,29 +150,105 @@ def copy_bandwidth_gbs(nbytes: int, device: str = "cpu", budget_s: float = 1.0) 
     return 2 * n * 4 / timing.median_s / 1e9
 
 
-READ_BYTES_PER_CALL = 64 * 2**20  # each timed call reads at least this much, whatever the working set
 
 
-def read_bandwidth_gbs(nbytes: int, device: str = "cpu", budget_s: float = 0.2) -> float:
-    """Read bandwidth (GB/s) over a working set of ``nbytes``: one call sums the set many times.
-
-    ``x.expand(reps, n)`` views the same ``n`` floats ``reps`` times without copying, so
-    one reduction re-reads a working set that stays ``nbytes`` large (no per-call
-    overhead for small sets). CPU: one thread, so one core's L1/L2 are what is measured.
-    """
-    import torch
-
-    from ..harness import time_fn
-
-    n = max(1, int(nbytes) // 4)
-    x = torch.ones(n, device=device)
-    reps = max(1, READ_BYTES_PER_CALL // (4 * n))
-    view = x.expand(reps, n)
-    threads = 1 if str(device).startswith("cpu") else None
-    timing = time_fn(lambda: view.sum(dim=1), device=device, budget_s=budget_s, threads=threads)
-    return reps * n * 4 / timing.median_s / 1e9
+# ---------------------------------------------------------------- expected answers of a case
+def _decode(case) -> dict:
+    bandwidth = case.get("bandwidth_gbs") or profiles.get(case["device"]).bandwidth_gbs
+    return decode_bound(case["model"], case["batch"], case["context"], float(bandwidth))
 
 
-def bandwidth_sweep(sizes: Sequence[int], device: str = "cpu", budget_s: float = 0.2) -> list[float]:
-    """:func:`read_bandwidth_gbs` for each working-set size, in order."""
-    return [read_bandwidth_gbs(s, device, budget_s) for s in sizes]
+EXPECT = {
+    "intensity": lambda c: arithmetic_intensity(c["op"], c["shape"], c["dtype"]),
+    "roofline": lambda c: roofline_for_profile(tasks.case_profile(c["profile"]), c["dtype"], c["intensity"]),
+    "decode": _decode,
+    "capacity": lambda c: on_chip_capacity(tasks.capacity_spec(c)),
+    "plot": lambda c: {"ridge": ridge_point(c["peak_tflops"], c["bandwidth_gbs"])},
+}
+
+
+# ---------------------------------------------------------------- hidden cases
+def _intensity_hidden(rng) -> list:
+    dtypes = ("fp64", "fp32", "bf16", "fp16", "fp8", "int8")
+    cases = [{"op": "add", "shape": [rng.randint(1, 10**8)], "dtype": rng.choice(dtypes)},
+             {"op": "matvec", "shape": [rng.randint(1, 20000), rng.randint(1, 20000)], "dtype": rng.choice(dtypes)},
+             {"op": "matvec", "shape": [1, 1], "dtype": "fp32"},
+             {"op": "matmul", "shape": [1, 8192, 8192], "dtype": "bf16"},
+             {"op": "matmul", "shape": [rng.randint(1, 512), rng.randint(512, 16384), rng.randint(512, 16384)],
+              "dtype": "fp8"}]
+    for _ in range(4):
+        cases.append({"op": "matmul", "shape": [rng.randint(1, 20000) for _ in range(3)], "dtype": rng.choice(dtypes)})
+    return cases
+
+
+def _synthetic_profile(rng, name: str) -> dict:
+    dtype = rng.choice(("bf16", "fp16", "fp8", "fp32"))
+    return {"id": name, "peak_tflops": {dtype: round(rng.uniform(5, 5000), 1)},
+            "bandwidth_gbs": round(rng.uniform(50, 9000), 1), "dtype": dtype}
+
+
+def _roofline_hidden(rng) -> list:
+    cases = []
+    for pid, dtype in (("h200_sxm", "bf16"), ("a100_sxm_80gb", "bf16"), ("rtx_4090", "fp16"),
+                       ("mi300x", "bf16"), ("h100_pcie", "fp8"), ("t4", "fp16"), ("tpu_v5p", "bf16")):
+        p = profiles.get(pid)
+        if p.peak(dtype) and p.bandwidth_gbs:
+            ridge = p.peak(dtype) * 1e12 / (p.bandwidth_gbs * 1e9)  # around the ridge: both bounds get tested
+            cases.append({"profile": pid, "dtype": dtype, "intensity": round(ridge * rng.uniform(0.05, 20), 3)})
+    for i in range(3):
+        synth = _synthetic_profile(rng, f"synthetic_{i}")
+        cases.append({"profile": synth, "dtype": synth["dtype"], "intensity": round(rng.uniform(0.1, 3000), 3)})
+    # exactly on the ridge: 100 TFLOP/s over 1000 GB/s is 100 FLOP/byte, and there the roof is flat
+    cases.append({"profile": {"id": "synthetic_ridge", "peak_tflops": {"bf16": 100.0}, "bandwidth_gbs": 1000.0},
+                  "dtype": "bf16", "intensity": 100.0})
+    return cases
+
+
+def _decode_hidden(rng) -> list:
+    cases = [{"model": tasks.model("llama3_8b", 1, 1), "batch": 64, "context": 2048, "device": "h200_sxm"},
+             {"model": tasks.model("llama3_70b", 1, 2), "batch": rng.randint(1, 64), "context": rng.randint(1, 32768),
+              "device": rng.choice(["a100_sxm_80gb", "mi300x", "b200"])}]
+    for i in range(3):
+        layers, kv_heads, head_dim = rng.randint(4, 120), rng.choice([1, 2, 4, 8, 16]), rng.choice([64, 96, 128, 256])
+        model = {"name": f"synthetic_{i}", "params": float(rng.randint(10**8, 10**12)), "layers": layers,
+                 "kv_heads": kv_heads, "head_dim": head_dim, "weight_bytes": rng.choice([1, 2, 4]),
+                 "kv_bytes": rng.choice([1, 2])}
+        cases.append({"model": model, "batch": rng.randint(1, 256), "context": rng.randint(1, 131072),
+                      "bandwidth_gbs": round(rng.uniform(100, 8000), 1)})
+    return cases
+
+
+def _capacity_hidden(rng) -> list:
+    known = [p.id for p in profiles.all_of("gpu")
+             if p.id not in tasks.VISIBLE_GPUS and all(p.get(f) is not None for f in tasks.CAPACITY_FIELDS)]
+    cases = [{"profile": pid} for pid in rng.sample(known, min(4, len(known)))]
+    for _ in range(3):
+        cases.append({"spec": {"sms": rng.randint(8, 200), "smem_per_sm_kb": rng.choice([48, 64, 100, 164, 228, 256]),
+                               "registers_per_sm_kb": rng.choice([64, 128, 256]),
+                               "l2_mb": rng.choice([2, 4, 6, 40, 50, 60, 72, 96, 126])}})
+    return cases
+
+
+def _plot_hidden(rng) -> list:
+    cases = []
+    for _ in range(2):
+        peak, bw = round(rng.uniform(5, 3000), 1), round(rng.uniform(50, 8000), 1)
+        ridge = peak * 1e3 / bw
+        points = []
+        for i in range(rng.randint(2, 5)):
+            x = ridge * 10 ** rng.uniform(-2, 2)
+            top = min(peak, x * bw / 1e3)
+            points.append({"label": f"p{i}", "intensity": round(x, 6), "tflops": round(top * rng.uniform(0.05, 0.95), 6)})
+        cases.append({"peak_tflops": peak, "bandwidth_gbs": bw, "points": points})
+    return cases
+
+
+HIDDEN = {
+    "intensity": _intensity_hidden,
+    "roofline": _roofline_hidden,
+    "decode": _decode_hidden,
+    "capacity": _capacity_hidden,
+    "copy": lambda rng: [{"factor": rng.choice([6, 8])}],
+    "sweep": lambda rng: [{"start_kib": rng.choice([48, 80, 96]), "beyond": rng.choice([6, 10]), "per_octave": 1}],
+    "plot": _plot_hidden,
+}

@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from autograder import profiles
-from autograder.answers import m03
-from autograder.checks import m03 as checks_m03
+from autograder.modules.m03_memory_hierarchy import analysis
+from autograder.modules.m03_memory_hierarchy import tasks as checks_m03
+from course_answers import m03_memory_hierarchy as m03
 
 
 @pytest.mark.parametrize("dtype,torch_dtype", [("fp64", torch.float64), ("fp32", torch.float32),
@@ -86,9 +87,9 @@ def test_sweep_knee_and_plateaus():
     sizes = checks_m03.sweep_sizes(llc)
     assert sizes[0] == 64 * 1024 and sizes[-1] == 8 * llc and sizes == sorted(set(sizes))
     stepped = [100.0 if s <= llc / 4 else 20.0 for s in sizes]
-    assert m03.sweep_plateaus(sizes, stepped, llc) == (100.0, 20.0)
-    assert m03.sweep_knee(sizes, stepped, llc) == llc / 4
-    assert m03.sweep_knee(sizes, [50.0] * len(sizes), llc) is None
+    assert analysis.sweep_plateaus(sizes, stepped, llc) == (100.0, 20.0)
+    assert analysis.sweep_knee(sizes, stepped, llc) == llc / 4
+    assert analysis.sweep_knee(sizes, [50.0] * len(sizes), llc) is None
 
 
 def test_sweep_sizes_reach_past_the_cache_by_the_factor_asked():
@@ -101,19 +102,19 @@ def test_sweep_sizes_reach_past_the_cache_by_the_factor_asked():
         assert all(s % 4096 == 0 for s in sizes)
     # enough sets beyond the cache for the slow plateau (>= 4 x LLC) and below it for the fast one
     sizes = checks_m03.sweep_sizes(30 * 2**20, 48 * 1024, 6, 1)
-    assert m03.sweep_plateaus(sizes, [1.0] * len(sizes), 30 * 2**20) == (1.0, 1.0)
+    assert analysis.sweep_plateaus(sizes, [1.0] * len(sizes), 30 * 2**20) == (1.0, 1.0)
 
 
 def test_roof_coverage_rules():
     peak, bw = 989.4, 3350.0
     ridge = m03.ridge_point(peak, bw)
-    xs, ys = m03.roof_vertices(peak, bw, ridge / 100, ridge * 100)
-    assert m03.roof_coverage([{"x": xs, "y": ys}], peak, bw) == {"memory": True, "compute": True}
+    xs, ys = analysis.roof_vertices(peak, bw, ridge / 100, ridge * 100)
+    assert analysis.roof_coverage([{"x": xs, "y": ys}], peak, bw) == {"memory": True, "compute": True}
     # two straight lines that cross the roof are not the roof
     full = [{"x": [0.1, 1e4], "y": [0.1 * bw / 1e3, 1e4 * bw / 1e3]}, {"x": [0.1, 1e4], "y": [peak, peak]}]
-    assert m03.roof_coverage(full, peak, bw) == {"memory": False, "compute": False}
+    assert analysis.roof_coverage(full, peak, bw) == {"memory": False, "compute": False}
     only_memory = [{"x": [ridge / 100, ridge], "y": [ridge / 100 * bw / 1e3, peak]}]
-    assert m03.roof_coverage(only_memory, peak, bw) == {"memory": True, "compute": False}
+    assert analysis.roof_coverage(only_memory, peak, bw) == {"memory": True, "compute": False}
 
 
 def test_plot_roofline_reference_figure():

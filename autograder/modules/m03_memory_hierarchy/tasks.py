@@ -1,4 +1,4 @@
-"""Checks of module 03 (memory hierarchy and roofline).
+"""Tasks of module 03 (memory hierarchy and roofline).
 
 Tasks 1-4 are exact arithmetic on shapes, profiles and models (hidden cases: random
 shapes, profiles the learner did not see, synthetic devices). Task 5 measures copy
@@ -17,11 +17,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..i18n import Message, msg
-from . import referee
-from .core import Part, Task
+from ...checks import referee
+from ...checks.core import Part, Task, close
+from ...datafile import read_yaml
+from ...i18n import Message, msg
+from . import analysis
+from .measure import bandwidth_sweep
 
 REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
 SPEED_RATIO = 1.2     # sweep: in-cache sets at least this much faster than sets beyond the cache
@@ -39,16 +40,6 @@ VISIBLE_GPUS = ("h100_sxm",)
 
 def _m(key: str, **values) -> Message:
     return msg(f"m03.{key}", **values)
-
-
-def _answers():
-    from ..answers import m03
-    return m03
-
-
-def _close(found: Any, expected: float, rel: float = REL) -> bool:
-    return (isinstance(found, (int, float)) and not isinstance(found, bool) and math.isfinite(found)
-            and abs(found - expected) <= rel * max(abs(expected), 1e-300))
 
 
 def _positive(value: Any) -> bool:
@@ -94,7 +85,7 @@ def _exact_parts(case_text: tuple[str, str], expected: dict, found: dict, keys: 
     parts = []
     for key in keys:
         want, got = expected[key], found.get(key)
-        ok = got == want if isinstance(want, str) else _close(got, want)
+        ok = got == want if isinstance(want, str) else close(got, want, rel=REL, abs_tol=1e-300)
         parts.append(Part(ok, _wrong(_label(*case_text, key), _show(want), _show(got))))
     return parts
 
@@ -114,35 +105,17 @@ def _intensity_visible() -> list:
     ]
 
 
-def _intensity_hidden(rng) -> list:
-    dtypes = ("fp64", "fp32", "bf16", "fp16", "fp8", "int8")
-    cases = [{"op": "add", "shape": [rng.randint(1, 10**8)], "dtype": rng.choice(dtypes)},
-             {"op": "matvec", "shape": [rng.randint(1, 20000), rng.randint(1, 20000)], "dtype": rng.choice(dtypes)},
-             {"op": "matvec", "shape": [1, 1], "dtype": "fp32"},
-             {"op": "matmul", "shape": [1, 8192, 8192], "dtype": "bf16"},
-             {"op": "matmul", "shape": [rng.randint(1, 512), rng.randint(512, 16384), rng.randint(512, 16384)],
-              "dtype": "fp8"}]
-    for _ in range(4):
-        cases.append({"op": "matmul", "shape": [rng.randint(1, 20000) for _ in range(3)], "dtype": rng.choice(dtypes)})
-    return cases
-
 
 def _intensity_answer(fn, case) -> dict:
     return _as_dict(fn(case["op"], list(case["shape"]), case["dtype"]), INTENSITY_KEYS)
 
 
-def _intensity_score(case, answer) -> list[Part]:
-    expected = _answers().arithmetic_intensity(case["op"], case["shape"], case["dtype"])
+def _intensity_score(case, answer, expected) -> list[Part]:
     text = f"{case['op']} {case['shape']} {case['dtype']}"
     return _exact_parts((text, text), expected, answer, INTENSITY_KEYS)
 
 
 # ---------------------------------------------------------------- 2. ridge point and attainable FLOP/s
-def _synthetic_profile(rng, name: str) -> dict:
-    dtype = rng.choice(("bf16", "fp16", "fp8", "fp32"))
-    return {"id": name, "peak_tflops": {dtype: round(rng.uniform(5, 5000), 1)},
-            "bandwidth_gbs": round(rng.uniform(50, 9000), 1), "dtype": dtype}
-
 
 def _roofline_visible() -> list:
     return [
@@ -152,27 +125,10 @@ def _roofline_visible() -> list:
     ]
 
 
-def _roofline_hidden(rng) -> list:
-    from ..profiles import get
-    cases = []
-    for pid, dtype in (("h200_sxm", "bf16"), ("a100_sxm_80gb", "bf16"), ("rtx_4090", "fp16"),
-                       ("mi300x", "bf16"), ("h100_pcie", "fp8"), ("t4", "fp16"), ("tpu_v5p", "bf16")):
-        p = get(pid)
-        if p.peak(dtype) and p.bandwidth_gbs:
-            ridge = p.peak(dtype) * 1e12 / (p.bandwidth_gbs * 1e9)  # around the ridge: both bounds get tested
-            cases.append({"profile": pid, "dtype": dtype, "intensity": round(ridge * rng.uniform(0.05, 20), 3)})
-    for i in range(3):
-        synth = _synthetic_profile(rng, f"synthetic_{i}")
-        cases.append({"profile": synth, "dtype": synth["dtype"], "intensity": round(rng.uniform(0.1, 3000), 3)})
-    # exactly on the ridge: 100 TFLOP/s over 1000 GB/s is 100 FLOP/byte, and there the roof is flat
-    cases.append({"profile": {"id": "synthetic_ridge", "peak_tflops": {"bf16": 100.0}, "bandwidth_gbs": 1000.0},
-                  "dtype": "bf16", "intensity": 100.0})
-    return cases
 
-
-def _case_profile(spec: Any):
+def case_profile(spec: Any):
     """A :class:`autograder.profiles.Profile` for a case: a real id or a synthetic dict."""
-    from ..profiles import Profile, get
+    from ...profiles import Profile, get
     if isinstance(spec, str):
         return get(spec)
     return Profile(id=spec["id"], name=spec["id"], kind="gpu", vendor="synthetic",
@@ -180,11 +136,10 @@ def _case_profile(spec: Any):
 
 
 def _roofline_answer(fn, case) -> dict:
-    return _as_dict(fn(_case_profile(case["profile"]), case["dtype"], case["intensity"]), ROOFLINE_KEYS)
+    return _as_dict(fn(case_profile(case["profile"]), case["dtype"], case["intensity"]), ROOFLINE_KEYS)
 
 
-def _roofline_score(case, answer) -> list[Part]:
-    expected = _answers().roofline_for_profile(_case_profile(case["profile"]), case["dtype"], case["intensity"])
+def _roofline_score(case, answer, expected) -> list[Part]:
     pid = case["profile"] if isinstance(case["profile"], str) else case["profile"]["id"]
     text = f"{pid} {case['dtype']} @ {case['intensity']:g} FLOP/byte"
     parts = _exact_parts((text, text), expected, answer, ROOFLINE_KEYS)
@@ -196,12 +151,11 @@ def _roofline_score(case, answer) -> list[Part]:
 # ---------------------------------------------------------------- 3. decode bound and KV cache
 @lru_cache(maxsize=1)
 def models() -> dict:
-    """The transformer shapes of ``data/m03_models.yaml``."""
-    path = Path(__file__).resolve().parent.parent / "data" / "m03_models.yaml"
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
+    """The transformer shapes of ``data/models.yaml``."""
+    return read_yaml(Path(__file__).resolve().parent / "data" / "models.yaml")
 
 
-def _model(name: str, weight_bytes: int, kv_bytes: int) -> dict:
+def model(name: str, weight_bytes: int, kv_bytes: int) -> dict:
     m = models()[name]
     return {"name": name, "params": m["params"], "layers": m["layers"], "kv_heads": m["kv_heads"],
             "head_dim": m["head_dim"], "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
@@ -209,30 +163,17 @@ def _model(name: str, weight_bytes: int, kv_bytes: int) -> dict:
 
 def _decode_visible() -> list:
     return [
-        {"model": _model("llama3_8b", 2, 2), "batch": 1, "context": 8192, "device": "h100_sxm"},
-        {"model": _model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h100_sxm"},
-        {"model": _model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h200_sxm"},
+        {"model": model("llama3_8b", 2, 2), "batch": 1, "context": 8192, "device": "h100_sxm"},
+        {"model": model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h100_sxm"},
+        {"model": model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h200_sxm"},
     ]
 
-
-def _decode_hidden(rng) -> list:
-    cases = [{"model": _model("llama3_8b", 1, 1), "batch": 64, "context": 2048, "device": "h200_sxm"},
-             {"model": _model("llama3_70b", 1, 2), "batch": rng.randint(1, 64), "context": rng.randint(1, 32768),
-              "device": rng.choice(["a100_sxm_80gb", "mi300x", "b200"])}]
-    for i in range(3):
-        layers, kv_heads, head_dim = rng.randint(4, 120), rng.choice([1, 2, 4, 8, 16]), rng.choice([64, 96, 128, 256])
-        model = {"name": f"synthetic_{i}", "params": float(rng.randint(10**8, 10**12)), "layers": layers,
-                 "kv_heads": kv_heads, "head_dim": head_dim, "weight_bytes": rng.choice([1, 2, 4]),
-                 "kv_bytes": rng.choice([1, 2])}
-        cases.append({"model": model, "batch": rng.randint(1, 256), "context": rng.randint(1, 131072),
-                      "bandwidth_gbs": round(rng.uniform(100, 8000), 1)})
-    return cases
 
 
 def _decode_bandwidth(case) -> float:
     if "bandwidth_gbs" in case:
         return float(case["bandwidth_gbs"])
-    from ..profiles import get
+    from ...profiles import get
     return get(case["device"]).bandwidth_gbs
 
 
@@ -240,9 +181,8 @@ def _decode_answer(fn, case) -> dict:
     return _as_dict(fn(dict(case["model"]), case["batch"], case["context"], _decode_bandwidth(case)), DECODE_KEYS)
 
 
-def _decode_score(case, answer) -> list[Part]:
+def _decode_score(case, answer, expected) -> list[Part]:
     bw = _decode_bandwidth(case)
-    expected = _answers().decode_bound(case["model"], case["batch"], case["context"], bw)
     text = f"{case['model']['name']} batch {case['batch']} context {case['context']} @ {bw:g} GB/s"
     return _exact_parts((text, text), expected, answer, DECODE_KEYS)
 
@@ -252,45 +192,33 @@ def _capacity_visible() -> list:
     return [{"profile": pid} for pid in VISIBLE_GPUS]
 
 
-def _capacity_hidden(rng) -> list:
-    from ..profiles import all_of
-    known = [p.id for p in all_of("gpu")
-             if p.id not in VISIBLE_GPUS and all(p.get(f) is not None for f in CAPACITY_FIELDS)]
-    cases = [{"profile": pid} for pid in rng.sample(known, min(4, len(known)))]
-    for _ in range(3):
-        cases.append({"spec": {"sms": rng.randint(8, 200), "smem_per_sm_kb": rng.choice([48, 64, 100, 164, 228, 256]),
-                               "registers_per_sm_kb": rng.choice([64, 128, 256]),
-                               "l2_mb": rng.choice([2, 4, 6, 40, 50, 60, 72, 96, 126])}})
-    return cases
 
-
-def _capacity_spec(case) -> dict:
+def capacity_spec(case) -> dict:
     if "spec" in case:
         return dict(case["spec"])
-    from ..profiles import get
+    from ...profiles import get
     return dict(get(case["profile"]).spec)
 
 
 def _capacity_answer(fn, case) -> dict:
-    return _as_dict(fn(_capacity_spec(case)), CAPACITY_KEYS)
+    return _as_dict(fn(capacity_spec(case)), CAPACITY_KEYS)
 
 
-def _capacity_score(case, answer) -> list[Part]:
-    spec = _capacity_spec(case)
-    expected = _answers().on_chip_capacity(spec)
+def _capacity_score(case, answer, expected) -> list[Part]:
+    spec = capacity_spec(case)
     text = case.get("profile") or "{sms} SMs, {smem_per_sm_kb} KB SMEM, {registers_per_sm_kb} KB RF, {l2_mb} MB L2".format(**spec)
     return _exact_parts((text, text), expected, answer, CAPACITY_KEYS)
 
 
 # ---------------------------------------------------------------- helpers for measurements
 def _device() -> str:
-    from ..hardware import best_device
+    from ...hardware import best_device
     return best_device()
 
 
 def last_level_cache(device: str) -> int | None:
     """Bytes of the last-level cache a working set on ``device`` meets (CPU L3, GPU L2); None if unknown."""
-    from ..hardware import detect
+    from ...hardware import detect
     report = detect()
     kind = device.split(":")[0]
     if kind == "cpu":
@@ -299,7 +227,7 @@ def last_level_cache(device: str) -> int | None:
         if acc.device.split(":")[0] == kind or acc.backend == kind:
             if acc.l2_bytes:
                 return acc.l2_bytes
-            from ..profiles import match
+            from ...profiles import match
             profile = match(acc.name)
             l2 = profile.get("l2_mb") if profile else None
             return int(l2 * 2**20) if l2 else None
@@ -324,9 +252,6 @@ def _copy_visible() -> list:
     return [{"factor": 4}]
 
 
-def _copy_hidden(rng) -> list:
-    return [{"factor": rng.choice([6, 8])}]
-
 
 def _copy_bytes(case, device: str) -> int:
     llc = last_level_cache(device) or COPY_FLOOR
@@ -341,20 +266,20 @@ def _copy_answer(fn, case) -> dict:
 
 def _copy_reference(case, answer) -> dict:
     """The course's copy of the same bytes on the same device (sizes from the case, never from the answer)."""
-    from ..reference import bandwidth_gbs
+    from ...reference import bandwidth_gbs
     device = _device()
     return {"gbs": bandwidth_gbs("copy", device, _copy_bytes(case, device), budget_s=1.0)["gbs"]}
 
 
 def _spec_bandwidth(device: str) -> float | None:
     """The spec-sheet bandwidth of ``device`` (None for CPUs and unknown devices)."""
-    from ..reference import spec_profile
+    from ...reference import spec_profile
     profile = spec_profile(device)
     return float(profile.bandwidth_gbs) if profile is not None and profile.bandwidth_gbs else None
 
 
-def _copy_score(case, answer) -> list[Part]:
-    from ..expectations import side_by_side
+def _copy_score(case, answer, want) -> list[Part]:
+    from ...expectations import side_by_side
     rounds = referee.rounds(answer)
     bad = next((r for r in rounds if not _positive(r.get("gbs"))), None)
     if not rounds or bad is not None:
@@ -395,7 +320,7 @@ def cache_levels(device: str) -> list[int]:
     llc = last_level_cache(device)
     if device.split(":")[0] != "cpu":
         return [llc] if llc else []
-    from ..hardware import detect
+    from ...hardware import detect
     cpu = detect().cpu
     return sorted({c for c in (cpu.l2_bytes, cpu.l3_bytes, llc) if c})
 
@@ -403,9 +328,6 @@ def cache_levels(device: str) -> list[int]:
 def _sweep_visible() -> list:
     return [{"start_kib": 64, "beyond": 8, "per_octave": 1}]
 
-
-def _sweep_hidden(rng) -> list:
-    return [{"start_kib": rng.choice([48, 80, 96]), "beyond": rng.choice([6, 10]), "per_octave": 1}]
 
 
 SWEEP_MAX_BYTES = 2**30  # the largest working set of a graded sweep (memory limits of the grader)
@@ -437,15 +359,15 @@ def _sweep_answer(fn, case) -> dict:
 
 def _sweep_reference(case, answer) -> dict:
     device, _, sizes = _sweep_plan(case)
-    return {"gbs": _answers().bandwidth_sweep(sizes, device, SWEEP_BUDGET_S)}
+    return {"gbs": bandwidth_sweep(sizes, device, SWEEP_BUDGET_S)}
 
 
 def _geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _sweep_score(case, answer) -> list[Part]:
-    from ..expectations import side_by_side
+def _sweep_score(case, answer, want) -> list[Part]:
+    from ...expectations import side_by_side
     device, llc, sizes = _sweep_plan(case)
     rounds = referee.rounds(answer)
     lists = [r.get("gbs") for r in rounds]
@@ -462,7 +384,7 @@ def _sweep_score(case, answer) -> list[Part]:
     if not measured:
         return compared
     gbs = [statistics.median(column) for column in zip(*lists)]  # each size: the median of the rounds
-    a = _answers()
+    a = analysis
     parts = compared
     if not llc:
         fast = [g for s, g in zip(sizes, gbs) if s <= 4 * UNKNOWN_LLC_SMALL]
@@ -495,19 +417,6 @@ def _plot_visible() -> list:
                         {"label": "matvec bf16", "intensity": 1.0, "tflops": 2.9},
                         {"label": "matmul bf16", "intensity": 1365.0, "tflops": 750.0}]}]
 
-
-def _plot_hidden(rng) -> list:
-    cases = []
-    for _ in range(2):
-        peak, bw = round(rng.uniform(5, 3000), 1), round(rng.uniform(50, 8000), 1)
-        ridge = peak * 1e3 / bw
-        points = []
-        for i in range(rng.randint(2, 5)):
-            x = ridge * 10 ** rng.uniform(-2, 2)
-            roof = min(peak, x * bw / 1e3)
-            points.append({"label": f"p{i}", "intensity": round(x, 6), "tflops": round(roof * rng.uniform(0.05, 0.95), 6)})
-        cases.append({"peak_tflops": peak, "bandwidth_gbs": bw, "points": points})
-    return cases
 
 
 def _finite_pairs(xs, ys) -> tuple[list, list]:
@@ -560,10 +469,10 @@ def _plot_answer(fn, case) -> dict:
             plt.close(fig)
 
 
-def _plot_score(case, answer) -> list[Part]:
-    a = _answers()
+def _plot_score(case, answer, want) -> list[Part]:
+    a = analysis
     peak, bw = case["peak_tflops"], case["bandwidth_gbs"]
-    ridge = a.ridge_point(peak, bw)
+    ridge = want["ridge"]
     log = answer["xscale"] == "log" and answer["yscale"] == "log"
     cover = a.roof_coverage(answer["lines"], peak, bw)
     parts = [Part(log, _m("plot_scales", x=answer["xscale"], y=answer["yscale"]), weight=1),
@@ -579,17 +488,17 @@ def _plot_score(case, answer) -> list[Part]:
 
 TASKS = {
     "intensity": Task(title=_m("title.intensity"), answer=_intensity_answer, score=_intensity_score,
-                      visible=_intensity_visible, hidden=_intensity_hidden),
+                      visible=_intensity_visible),
     "roofline": Task(title=_m("title.roofline"), answer=_roofline_answer, score=_roofline_score,
-                     visible=_roofline_visible, hidden=_roofline_hidden),
+                     visible=_roofline_visible),
     "decode": Task(title=_m("title.decode"), answer=_decode_answer, score=_decode_score,
-                   visible=_decode_visible, hidden=_decode_hidden),
+                   visible=_decode_visible),
     "capacity": Task(title=_m("title.capacity"), answer=_capacity_answer, score=_capacity_score,
-                     visible=_capacity_visible, hidden=_capacity_hidden),
+                     visible=_capacity_visible),
     "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible,
-                 hidden=_copy_hidden, measurement=True, reference=_copy_reference, rounds=3),
+                 measurement=True, reference=_copy_reference, rounds=3),
     "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
-                  hidden=_sweep_hidden, measurement=True, reference=_sweep_reference, rounds=3),
+                  measurement=True, reference=_sweep_reference, rounds=3),
     "plot": Task(title=_m("title.plot"), answer=_plot_answer, score=_plot_score,
-                 visible=_plot_visible, hidden=_plot_hidden),
+                 visible=_plot_visible),
 }

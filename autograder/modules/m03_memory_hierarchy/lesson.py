@@ -1,0 +1,272 @@
+"""Lesson 03's helpers: the figures and widgets, so the lesson's cells show the numbers and the idea."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...lesson import show_table, t
+
+KIB, MIB, GIB = 2**10, 2**20, 2**30
+
+
+def ridge(p, dtype: str) -> float | None:
+    """FLOP/byte where the memory roof meets the compute roof (None if the profile lacks a figure)."""
+    peak = p.peak(dtype)
+    return peak * 1e12 / (p.bandwidth_gbs * 1e9) if peak and p.bandwidth_gbs else None
+
+
+def roof(p, dtype: str, x):
+    """Attainable TFLOP/s at intensities ``x`` on profile ``p``."""
+    return np.minimum(p.peak(dtype), np.asarray(x) * p.bandwidth_gbs / 1e3)
+
+
+def _axes(figsize=(6.5, 4), log=True):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=figsize)
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    return fig, ax
+
+
+def plot_hierarchy(levels: list, title: str, bandwidth_label: str | None = None, unknown: str | None = None):
+    """Capacity and bandwidth of each level ``(name, bytes, GB/s)``, side by side on log axes (None: ``unknown``)."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 0.5 + 0.55 * len(levels)), sharey=True)
+    y = np.arange(len(levels))[::-1]
+    ax1.barh(y, [c or 0 for _, c, _ in levels], color="tab:blue")
+    ax2.barh(y, [b or 0 for _, _, b in levels], color="tab:orange")
+    for yi, (_, c, b) in zip(y, levels):
+        if c is None:
+            ax1.text(1e7, yi, t("호스트마다 다름", "depends on the host"), va="center", fontsize=8)
+        if b is None:
+            ax2.text(10, yi, unknown or t("공개되지 않음", "not published"), va="center", fontsize=8)
+    ax1.set_xscale("log")
+    ax2.set_xscale("log")
+    ax1.set_yticks(y, [name for name, _, _ in levels])
+    ax1.set_xlabel(t("용량 (바이트)", "capacity (bytes)"))
+    ax2.set_xlabel(bandwidth_label or t("대역폭 (GB/s)", "bandwidth (GB/s)"))
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_memory_types(rows: list[dict]):
+    """Bus width against the rate per pin: HBM wide and slow, GDDR narrow and fast (marker area: bandwidth)."""
+    fig, ax = _axes(log=False)
+    for r in rows:
+        hbm = r["memory.type"].startswith("HBM")
+        ax.scatter(r["memory.bus_width_bits"], r["gbit_per_pin"], s=r["bandwidth_gbs"] / 10,
+                   color="tab:purple" if hbm else "tab:green", alpha=0.6)
+        ax.annotate(f"{r['label']} ({r['memory.type']})", (r["memory.bus_width_bits"], r["gbit_per_pin"]),
+                    fontsize=8, xytext=(-100, 6) if r["label"].startswith("H100") else (6, 6), textcoords="offset points")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([256, 512, 1024, 2048, 4096, 8192], ["256", "512", "1024", "2048", "4096", "8192"])
+    ax.set_xlim(180, 24000)
+    ax.minorticks_off()
+    ax.set_xlabel(t("메모리 버스 폭 (비트)", "memory bus width (bits)"))
+    ax.set_ylabel(t("핀당 속도 (Gb/s)", "rate per pin (Gb/s)"))
+    ax.set_title(t("HBM: 넓고 느리게, GDDR: 좁고 빠르게", "HBM: wide and slow, GDDR: narrow and fast"), fontsize=10)
+    return fig
+
+
+def plot_curves(x, curves: dict, xlabel: str, ylabel: str, title: str, lines: dict | None = None):
+    """Log-log curves ``{label: y}`` over ``x``, with horizontal reference lines ``{label: y}``."""
+    fig, ax = _axes()
+    for name, values in curves.items():
+        ax.plot(x, values, label=name)
+    for name, y in (lines or {}).items():
+        ax.axhline(y, linestyle="--", linewidth=1, color="gray")
+        ax.text(x[0] * 1.2, y * 1.05, name, fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def plot_roofline(p, dtype: str, points: dict, title: str):
+    """One device's roof and ``points`` ({label: intensity}) placed on it."""
+    x = np.logspace(-2, 4, 400)
+    fig, ax = _axes(figsize=(6.5, 4.2))
+    ax.plot(x, roof(p, dtype, x), color="black", label=f"{p.label} {dtype}")
+    for name, i in points.items():
+        ax.scatter(i, roof(p, dtype, i), zorder=3, label=f"{name}: {float(roof(p, dtype, i)):.3g} TFLOP/s")
+    ax.axvline(ridge(p, dtype), color="gray", linestyle=":")
+    ax.set_xlabel(t("산술 강도 (FLOP/byte)", "arithmetic intensity (FLOP/byte)"))
+    ax.set_ylabel(t("도달 가능한 TFLOP/s", "attainable TFLOP/s"))
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def roofline_explorer(default=("h100_sxm", "h200_sxm")):
+    """Pick devices, a number format and an intensity: their rooflines, and where that intensity lands."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    from ... import profiles
+
+    choices = [(p.label, p.id) for p in profiles.all_of() if p.bandwidth_gbs and p.peak_tflops]
+    pick = widgets.SelectMultiple(options=choices, value=default, rows=8, description=t("장치", "devices"))
+    fmt = widgets.Dropdown(options=["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4"], value="bf16",
+                           description=t("형식", "format"))
+    point = widgets.FloatLogSlider(value=100, base=10, min=-1, max=4, step=0.05, description="FLOP/byte")
+
+    def draw(ids, dtype, intensity):
+        fig, ax = _axes()
+        xs, rows = np.logspace(-1, 4, 300), []
+        for pid in ids:
+            p = profiles.get(pid)
+            if not p.peak(dtype):
+                rows.append({"device": p.label, "ridge": "–", "TFLOP/s": t("피크 없음", "no peak"), "bound": "–"})
+                continue
+            line, = ax.plot(xs, roof(p, dtype, xs), label=p.label)
+            at = float(roof(p, dtype, intensity))
+            ax.scatter([intensity], [at], color=line.get_color(), zorder=3)
+            rows.append({"device": p.label, "ridge": round(ridge(p, dtype), 1), "TFLOP/s": round(at, 2),
+                         "bound": "memory" if intensity < ridge(p, dtype) else "compute"})
+        ax.axvline(intensity, color="gray", linestyle=":")
+        ax.set_xlabel("FLOP/byte")
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(f"{dtype} roofline")
+        if ax.get_lines()[:-1]:
+            ax.legend(fontsize=8)
+        plt.show()
+        show_table(rows, ["device", "ridge", "TFLOP/s", "bound"])
+
+    out = widgets.interactive_output(draw, {"ids": pick, "dtype": fmt, "intensity": point})
+    display(widgets.HBox([pick, widgets.VBox([fmt, point])]), out)
+
+
+def decode_tokens_per_s(model: dict, batch, context: int, p, weight_bytes: int = 2, kv_bytes: int = 2, dtype="bf16"):
+    """Upper bound on decode tokens/s: min(memory bound, compute bound at 2 FLOPs per parameter per token)."""
+    from ...llm import kv_cache_bytes
+
+    shape = {**model, "kv_bytes": kv_bytes}
+    step_bytes = model["params"] * weight_bytes + np.vectorize(lambda b: kv_cache_bytes(shape, b, context))(batch)
+    return np.minimum(batch * p.bandwidth_gbs * 1e9 / step_bytes, p.peak(dtype) * 1e12 / (2 * model["params"]))
+
+
+def plot_decode_batches(model: dict, context: int, gpus: list):
+    """Decode tokens/s bound against the batch, on each GPU while weights and KV cache fit in its memory."""
+    from ...llm import kv_cache_bytes
+
+    batch = np.arange(1, 513)
+    fig, ax = _axes()
+    shape = {**model, "kv_bytes": 2}
+    for p in gpus:
+        kv = np.array([kv_cache_bytes(shape, b, context) for b in batch])
+        fits = model["params"] * 2 + kv <= p.memory_gb * 1e9
+        ax.plot(batch[fits], decode_tokens_per_s(model, batch[fits], context, p), label=f"{p.label} ({p.memory_gb:.0f} GB)")
+    ax.set_xlabel(t("배치 (동시에 디코딩하는 시퀀스 수)", "batch (sequences decoded together)"))
+    ax.set_ylabel(t("토큰/s 상한", "tokens/s bound"))
+    ax.set_title(f"{model.get('label', '')} bf16, context {context}", fontsize=10)
+    ax.legend()
+    return fig
+
+
+def plot_bars(labels, series: dict, xlabel: str, ylabel: str):
+    """Grouped bars ``{label: values}`` on a log y axis."""
+    fig, ax = _axes(figsize=(6.5, 3.8), log=False)
+    width, pos = 0.8 / len(series), np.arange(len(labels))
+    for i, (name, values) in enumerate(series.items()):
+        ax.bar(pos + (i - (len(series) - 1) / 2) * width, values, width, label=name)
+    ax.set_xticks(pos, [str(v) for v in labels])
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    return fig
+
+
+def plot_sweep(sizes, gbs, caches, device: str):
+    """Read bandwidth against the working-set size, with the caches marked."""
+    fig, ax = _axes(log=False)
+    ax.plot(sizes, gbs, marker="o")
+    for name, size in caches:
+        ax.axvline(size, color="gray", linestyle="--", linewidth=1)
+        ax.text(size * 1.05, max(gbs) * 0.95, name, fontsize=9)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(t("작업 집합 크기 (바이트)", "working-set size (bytes)"))
+    ax.set_ylabel(t("읽기 대역폭 (GB/s)", "read bandwidth (GB/s)"))
+    ax.set_title(t(f"{device}: 작업 집합이 캐시를 벗어나면 대역폭이 떨어진다",
+                   f"{device}: bandwidth falls once the working set leaves the cache"))
+    return fig
+
+
+def measure_roofline_points(device: str, llc: int) -> list[tuple]:
+    """(name, FLOP/byte, TFLOP/s achieved) for an fp32 add, a matvec and three matmuls, measured here."""
+    import torch
+
+    from ...harness import time_fn
+
+    points = []
+    n = max(4 * MIB, 4 * llc // 12)
+    x, y, z = (torch.rand(n, device=device) for _ in range(3))
+    timing = time_fn(lambda: torch.add(x, y, out=z), device=device, budget_s=0.5)
+    points.append(("add", n / (12 * n), n / timing.median_s / 1e12))
+    n = 4096
+    a, v = torch.rand(n, n, device=device), torch.rand(n, device=device)
+    timing = time_fn(lambda: a @ v, device=device, budget_s=0.5)
+    points.append(("matvec 4096", 2 * n**2 / (4 * (n**2 + 2 * n)), 2 * n**2 / timing.median_s / 1e12))
+    for n in ((64, 256, 1024) if device == "cpu" else (256, 1024, 4096)):
+        a, b = torch.rand(n, n, device=device), torch.rand(n, n, device=device)
+        timing = time_fn(lambda: a @ b, device=device, budget_s=0.6)
+        points.append((f"matmul {n}", 2 * n**3 / (4 * 3 * n**2), 2 * n**3 / timing.median_s / 1e12))
+    return points
+
+
+def plot_measured_roofline(points: list[tuple], peak_tflops: float, gbs: float, device: str):
+    xs = np.logspace(-2, 3.5, 300)
+    fig, ax = _axes(figsize=(6.5, 4.2))
+    ax.plot(xs, np.minimum(peak_tflops, xs * gbs / 1e3), color="black",
+            label=t(f"지붕: {peak_tflops:.3g} TFLOP/s, {gbs:.0f} GB/s", f"roof: {peak_tflops:.3g} TFLOP/s, {gbs:.0f} GB/s"))
+    for name, i, achieved in points:
+        ax.scatter(i, achieved, zorder=3, label=f"{name}: {achieved:.3g} TFLOP/s")
+    ax.set_xlabel(t("산술 강도 (FLOP/byte, fp32)", "arithmetic intensity (FLOP/byte, fp32)"))
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(t(f"{device}의 roofline과 직접 잰 점", f"Roofline of {device} with measured points"))
+    ax.legend(fontsize=8)
+    return fig
+
+
+def cache_rows(report) -> list[dict]:
+    """This machine's caches and memories (from ``hardware.detect()``) as table rows."""
+    cpu = report.cpu
+    rows = [{"level": "L1d " + t("(코어당)", "(per core)"), "size": cpu.l1d_bytes},
+            {"level": "L2 " + t("(코어당)", "(per core)"), "size": cpu.l2_bytes},
+            {"level": "L3 " + t("(전체)", "(total)"), "size": cpu.l3_bytes},
+            {"level": "DRAM", "size": cpu.ram_bytes}]
+    for acc in report.accelerators:
+        rows.append({"level": f"{acc.name} L2", "size": acc.l2_bytes})
+        rows.append({"level": f"{acc.name} " + t("메모리", "memory"), "size": acc.total_memory_bytes})
+    for r in rows:
+        r["size"] = "?" if not r["size"] else (f"{r['size'] / GIB:.1f} GiB" if r["size"] >= GIB else f"{r['size'] / KIB:,.0f} KiB")
+    return rows
+
+
+def ecc_states() -> list[str]:
+    """One line per NVIDIA GPU with its ECC mode (through NVML), or why none can be read here."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # no NVIDIA driver here: nothing to query
+        return [t("NVIDIA 드라이버가 없어 ECC 상태를 읽을 수 없습니다:", "No NVIDIA driver, so no ECC state to read:")
+                + f" {type(exc).__name__}"]
+    lines = []
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            try:
+                current, _pending = pynvml.nvmlDeviceGetEccMode(handle)
+                state = t("켜짐", "on") if current else t("꺼짐", "off")
+            except pynvml.NVMLError:
+                state = t("지원하지 않음", "not supported")
+            lines.append(f"GPU {i} {pynvml.nvmlDeviceGetName(handle)}: ECC {state}")
+    finally:
+        pynvml.nvmlShutdown()
+    return lines
