@@ -6,15 +6,15 @@ import sys
 import pytest
 import torch
 
-from autograder.answers import m02 as ref
-from autograder.checks import CheckFailed, check, core
-from autograder.checks import m02 as tasks
+from autograder.checks import CheckFailed, check, core, task as find_task
+from autograder.modules.m02_gpu_architecture import tasks
+from course_answers import m02_gpu_architecture as ref
 
 SEEDS = (1, 2, 3)
 
 
 def share(task_id: str, learner, hidden: bool = True, seed: int = 1) -> float:
-    task = tasks.TASKS[task_id]
+    task = find_task(f"m02.{task_id}")
     records = core.collect(task, learner, core.cases_for(task, hidden, seed))
     return core.fraction(core.score_records(task, records))
 
@@ -49,7 +49,7 @@ def test_stub_fails_with_a_bilingual_message(task_id, capsys, monkeypatch):
 @pytest.mark.parametrize("task_id", sorted(tasks.TASKS))
 def test_cases_are_plain_data_and_hidden_cases_change_with_the_seed(task_id, monkeypatch):
     monkeypatch.setattr("autograder.hardware.best_device", lambda *a, **k: "cpu")
-    task = tasks.TASKS[task_id]
+    task = find_task(f"m02.{task_id}")
     visible = core.cases_for(task, False, 1)
     assert visible == core.cases_for(task, False, 2)                        # deterministic
     json.dumps(core.cases_for(task, True, 1), allow_nan=False)   # Jupyter messages carry no NaN/inf
@@ -60,17 +60,19 @@ def test_cases_are_plain_data_and_hidden_cases_change_with_the_seed(task_id, mon
 @pytest.mark.parametrize("task_id", sorted(REFERENCE))
 def test_recorded_answers_are_strict_json(task_id):
     """Records travel in Jupyter messages, which turn NaN/inf into strings and warn on stderr."""
-    task = tasks.TASKS[task_id]
+    task = find_task(f"m02.{task_id}")
     records = core.collect(task, REFERENCE[task_id], core.cases_for(task, True, 4))
     json.dumps(records, allow_nan=False)
 
 
-def test_hidden_cases_do_not_need_the_hidden_answers(monkeypatch):
-    """The grader hides autograder/answers: generating cases in the learner's kernel must still work."""
-    monkeypatch.setitem(sys.modules, "autograder.answers.m02", None)
+def test_visible_cases_do_not_need_the_answers(monkeypatch):
+    """A learner's install has no course_answers: visible cases and their expected answers still work."""
+    monkeypatch.setitem(sys.modules, "course_answers.m02_gpu_architecture", None)
     monkeypatch.setattr("autograder.hardware.best_device", lambda *a, **k: "cpu")
-    for task in tasks.TASKS.values():
-        core.cases_for(task, True, 5)
+    for name in tasks.TASKS:
+        task = find_task(f"m02.{name}")
+        for case in core.cases_for(task, False, 5):
+            core.score_records(task, [{"case": case, "answer": None, "error": "NotImplementedError"}])
 
 
 # ---------------------------------------------------------------- 1. spec arithmetic
@@ -212,7 +214,7 @@ def measure_answer(learner, case=None, reference=0.2, walls=None):
 
 def run_measure(learner, case=None, **observed):
     case = case or CASE
-    return core.fraction(tasks._measure_score(case, measure_answer(learner, case, **observed)))
+    return core.fraction(tasks._measure_score(case, measure_answer(learner, case, **observed), None))
 
 
 def test_measure_in_band_and_consistent_gets_full_marks(measured):
@@ -225,7 +227,7 @@ def test_measure_in_band_and_consistent_gets_full_marks(measured):
 def test_measure_outside_the_band_loses_the_band_part(measured):
     assert 0 < run_measure(consistent(0.04)) < 1.0   # a fifth of the reference
     assert 0 < run_measure(consistent(4.0)) < 1.0    # 20x: no synchronize
-    parts = tasks._measure_score(CASE, measure_answer(consistent(4.0)))
+    parts = tasks._measure_score(CASE, measure_answer(consistent(4.0)), None)
     assert any("Faster than the hardware can be" in p.message.en for p in parts if not p.ok)
 
 
@@ -248,7 +250,7 @@ def test_measure_without_a_reference_figure_grades_consistency(measured):
     failed = {"error": "RuntimeError: bfloat16 matmul is not supported here"}
     case = {"dtype": "bfloat16", "device": "cpu"}
     assert run_measure(consistent(0.2), case, reference=failed) == 1.0
-    parts = tasks._measure_score(case, measure_answer(consistent(0.2), case, reference=failed))
+    parts = tasks._measure_score(case, measure_answer(consistent(0.2), case, reference=failed), None)
     assert any("could not run here" in p.message.en and p.weight == 0 for p in parts)
     inconsistent = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
     assert run_measure(inconsistent, case, reference=failed) == 0.0  # consistency is then all there is
@@ -261,7 +263,7 @@ def test_measure_must_be_measured_while_the_referee_watches(measured):
     assert run_measure(honest, walls=[0.1, 0.2]) == 0.0  # a round the referee did not see
     answer = measure_answer(honest)
     del answer["observed"]
-    parts = tasks._measure_score(CASE, answer)
+    parts = tasks._measure_score(CASE, answer, None)
     assert core.fraction(parts) == 0.0 and "while the grader watched" in parts[0].message.en
 
 
@@ -270,7 +272,7 @@ def test_measure_a_constant_answer_is_not_measured(monkeypatch):
     none of the 0.5 s its result claims."""
     from dataclasses import replace
     monkeypatch.delenv("COURSE_REFEREE", raising=False)
-    task = replace(tasks.TASKS["measure"], reference=lambda case, answer: {"tflops": 0.27, "n": 4096})
+    task = replace(find_task("m02.measure"), reference=lambda case, answer: {"tflops": 0.27, "n": 4096})
     constant = lambda dtype, device: {"n": 4096, "seconds": 0.5, "tflops": 2 * 4096**3 / 0.5 / 1e12}  # noqa: E731
     records = core.collect(task, constant, [CASE], "m02.measure")
     assert len(records[0]["answer"]["observed"]["walls"]) == task.rounds
@@ -298,7 +300,7 @@ def test_measure_cases_follow_the_best_device(monkeypatch):
     monkeypatch.setattr("autograder.hardware.best_device", lambda *a, **k: "cuda")
     assert tasks._measure_visible() == [{"dtype": "float32", "device": "cuda:0"}]
     import random
-    assert tasks._measure_hidden(random.Random(0))[0]["dtype"] == "bfloat16"
+    assert ref.HIDDEN["measure"](random.Random(0))[0]["dtype"] == "bfloat16"
 
 
 # ---------------------------------------------------------------- 7. 2:4 mask

@@ -2,7 +2,7 @@
 import pytest
 
 from autograder import profiles
-from autograder.m02_numbers import (EXPLORER_FORMATS, FORMATS, bit_explorer, explain, generations, largest, simulate,
+from autograder.modules.m02_gpu_architecture.lesson import (EXPLORER_FORMATS, FORMATS, bit_explorer, explain, generations, largest, simulate,
                                     value_of)
 
 

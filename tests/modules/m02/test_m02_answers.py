@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from autograder import profiles
-from autograder.answers import m02 as ref
-from autograder.m02_numbers import E2M1_VALUES, FORMATS, QUOTED_LIMITS, simulate, value_of
+from course_answers import m02_gpu_architecture as ref
+from autograder.modules.m02_gpu_architecture.lesson import E2M1_VALUES, FORMATS, QUOTED_LIMITS, simulate, value_of
 
 TORCH_FORMATS = [name for name, f in FORMATS.items() if f["torch"] and name != "fp32"]
 
