@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from autograder.checks import CheckFailed, check, referee, task
-from autograder.checks import m01 as checks
+from autograder.modules.m01_devices import tasks as checks
 from autograder.checks.core import Part, cases_for, collect, fraction, score_records
 from autograder.expectations import Band
 from autograder.i18n import Message
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = ROOT / "solutions" / "01_devices" / "exercise.ipynb"
 
 
@@ -63,7 +63,7 @@ def test_reference_solution_gets_full_marks_and_stub_fails(solution, task_id, na
 def test_speedup_reference_and_mistakes(solution, monkeypatch):
     """A real (small) run: every round is observed and measured; the ratio bands are left to the hand-built
     answers below, since they compare two timings that the machine's load may shift."""
-    monkeypatch.setattr(checks, "_speedup_widths", lambda: [64, 96, 128])
+    monkeypatch.setattr(checks, "speedup_widths", lambda: [64, 96, 128])
     monkeypatch.delenv("COURSE_REFEREE", raising=False)
     t = task("m01.speedup")
     [record] = collect(t, solution["compare_devices"], cases_for(t, False, 3), "m01.speedup")
@@ -100,25 +100,25 @@ def test_speedup_score_on_cpu_only_and_accelerator_machines(monkeypatch):
     good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu"}
     ref = {"cpu_s": 0.010, "accel_s": 0.010}
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
-    assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3))) == 1.0
+    assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3), None)) == 1.0
     wrong_device = {**good, "accel_device": "cuda"}
-    assert fraction(checks._speedup_score({}, speedup([wrong_device] * 3, [ref] * 3))) == 0.75
+    assert fraction(checks._speedup_score({}, speedup([wrong_device] * 3, [ref] * 3), None)) == 0.75
     noisy_then_good = speedup([{**good, "accel_s": 0.05}, good, good], [ref] * 3)
-    assert fraction(checks._speedup_score({}, noisy_then_good)) == 1.0  # the median round counts
+    assert fraction(checks._speedup_score({}, noisy_then_good, None)) == 1.0  # the median round counts
     noisy_mostly = speedup([{**good, "accel_s": 0.05}] * 2 + [good], [ref] * 3)
-    assert fraction(checks._speedup_score({}, noisy_mostly)) == 0.5  # 5x the reference, and a 0.2x "speedup"
+    assert fraction(checks._speedup_score({}, noisy_mostly, None)) == 0.5  # 5x the reference, and a 0.2x "speedup"
 
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cuda")
     monkeypatch.setattr(expectations, "expect", lambda kind, **kw: band(1.0, 80.0))
     on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda"}
     gpu_ref = {"cpu_s": 0.05, "accel_s": 0.002}
-    assert fraction(checks._speedup_score({}, speedup([on_gpu] * 3, [gpu_ref] * 3))) == 1.0
+    assert fraction(checks._speedup_score({}, speedup([on_gpu] * 3, [gpu_ref] * 3), None)) == 1.0
     unsynchronized = {**on_gpu, "accel_s": 0.00002}  # timed the launch: 2500x "speedup", 100x off the reference
-    parts = checks._speedup_score({}, speedup([unsynchronized] * 3, [gpu_ref] * 3))
+    parts = checks._speedup_score({}, speedup([unsynchronized] * 3, [gpu_ref] * 3), None)
     assert fraction(parts) == 0.5
     assert any("Faster than the hardware can be" in p.message.en for p in parts if not p.ok)
     stayed_on_cpu = {**on_gpu, "accel_device": "cpu", "accel_s": 0.05}
-    assert fraction(checks._speedup_score({}, speedup([stayed_on_cpu] * 3, [gpu_ref] * 3))) <= 0.5
+    assert fraction(checks._speedup_score({}, speedup([stayed_on_cpu] * 3, [gpu_ref] * 3), None)) <= 0.5
 
 
 def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
@@ -127,15 +127,15 @@ def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
     good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu"}
     ref = {"cpu_s": 0.010, "accel_s": 0.010}
-    constant = checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1e-5] * 3))  # returned at once
+    constant = checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1e-5] * 3), None)  # returned at once
     assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
-    unobserved = checks._speedup_score({}, {"rounds": [good] * 3, "observed": None})
+    unobserved = checks._speedup_score({}, {"rounds": [good] * 3, "observed": None}, None)
     assert fraction(unobserved) == 0.0 and "while the grader watched" in unobserved[0].message.en
-    assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1.0, 1.0]))) == 0.0
-    assert fraction(checks._speedup_score({}, speedup([], []))) == 0.0
-    assert fraction(checks._speedup_score({}, speedup([{"not_a_dict": "[1, 2]"}], [ref]))) == 0.0
+    assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1.0, 1.0]), None)) == 0.0
+    assert fraction(checks._speedup_score({}, speedup([], []), None)) == 0.0
+    assert fraction(checks._speedup_score({}, speedup([{"not_a_dict": "[1, 2]"}], [ref]), None)) == 0.0
     failed = speedup([good] * 3, [{"error": "RuntimeError: no device"}] * 3)
-    parts = checks._speedup_score({}, failed)  # the grader could not time the reference: said, not held against
+    parts = checks._speedup_score({}, failed, None)  # the grader could not time the reference: said, not held against
     assert fraction(parts) == 1.0 and any("could not run here" in p.message.en for p in parts)
 
 
@@ -198,7 +198,7 @@ def test_mlx_mistakes(solution):
 
 def test_mlx_absent_machine_reference_still_passes(solution):
     before = sys.modules.get("mlx.core")
-    with checks._mlx_modules({"mlx": None, "mlx.core": None}):
+    with checks.mlx_modules({"mlx": None, "mlx.core": None}):
         assert check("m01.mlx_usable", solution["mlx_usable"], points=1, hidden=True) is None
         picker = solution["pick_mlx_device"]
         assert check("m01.mlx_picker", lambda prefer=None, mx_module=None: picker(prefer, mx_module),
@@ -275,12 +275,12 @@ def test_timer_mistakes():
 def test_timer_must_be_observed_and_measured():
     case = {"work_s": 0.03, "pending": 0, "cpu_s": 0.01}
     good = {"fake_s": 0.031, "cpu_s": 0.0105}
-    assert checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.5], "reference": [None]}}).ok
-    instant = checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.001], "reference": [None]}})
+    assert checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.5], "reference": [None]}}, None).ok
+    instant = checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.001], "reference": [None]}}, None)
     assert not instant.ok and "this was not measured" in instant.message.en  # a constant: no time spent
-    unobserved = checks._timer_score(case, {"rounds": [good]})
+    unobserved = checks._timer_score(case, {"rounds": [good]}, None)
     assert not unobserved.ok and "while the grader watched" in unobserved.message.en
-    assert not checks._timer_score(case, {"rounds": [], "observed": {"walls": [], "reference": []}}).ok
+    assert not checks._timer_score(case, {"rounds": [], "observed": {"walls": [], "reference": []}}, None).ok
     t = task("m01.timer")
     assert t.measurement and t.reference is None  # the referee's clock only
 
@@ -301,7 +301,7 @@ def test_memory_mistakes(solution):
 
 def test_hidden_cases_vary_with_the_seed():
     for name in ("picker", "inventory", "memory", "timer"):
-        t = checks.TASKS[name]
+        t = task(f"m01.{name}")
         assert cases_for(t, True, 1) != cases_for(t, True, 2)
 
 

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from autograder import profiles
-from autograder.answers import m01
-from autograder.checks.m01 import fake_mlx, fake_torch
+from autograder.fakes.devices import fake_mlx, fake_torch
+from course_answers import m01_devices as m01
 from autograder.fakes import FakeAsyncDevice, audit_timer
-from autograder.m01_mlp import make_step, step_flops
+from autograder.modules.m01_devices.lesson import make_step, step_flops
 
 PRIORITY_TABLE = {  # (cuda, mps, xpu) -> device, written out by hand
     (False, False, False): "cpu", (True, False, False): "cuda", (False, True, False): "mps",

@@ -1,172 +1,22 @@
-"""Checks of module 01 (devices): pickers, MLX, inventory, timer, CPU vs accelerator, memory.
+"""Tasks of module 01 (devices): pickers, MLX, inventory, timer, CPU vs accelerator, memory.
 
-Device availability is faked: ``fake_torch`` and ``fake_mlx`` build stand-ins for
-``torch`` and ``mlx.core`` from a JSON case, so every combination can be graded
-on a CPU-only machine. The timer is graded with :class:`autograder.fakes.FakeAsyncDevice`.
+Device availability is faked: ``fake_torch`` and ``fake_mlx`` (``autograder/fakes/devices.py``)
+build stand-ins for ``torch`` and ``mlx.core`` from a JSON case, so every combination can be
+graded on a CPU-only machine; their expected answers come from the references. A case marked
+``real`` is this machine, and its expected answer is what the course's own detection says here.
+The timer is graded with :class:`autograder.fakes.FakeAsyncDevice`.
 """
 from __future__ import annotations
 
-import contextlib
-import enum
 import math
 import statistics
-import sys
 import time
-import types
 from typing import Any
 
-from ..i18n import Message, msg
-from . import referee
-from .core import Part, Task
-
-# ---------------------------------------------------------------- fakes of torch and mlx.core
-GPU_CATALOGUE = (
-    # name as torch reports it, nominal memory (GiB), compute capability, SMs
-    ("Tesla V100-SXM2-32GB", 32, (7, 0), 80),
-    ("Tesla T4", 15, (7, 5), 40),
-    ("NVIDIA A100-SXM4-80GB", 80, (8, 0), 108),
-    ("NVIDIA GeForce RTX 4090", 24, (8, 9), 128),
-    ("NVIDIA L4", 22, (8, 9), 58),
-    ("NVIDIA H100 80GB HBM3", 80, (9, 0), 132),
-    ("NVIDIA H200", 141, (9, 0), 132),
-    ("NVIDIA B200", 180, (10, 0), 148),
-    ("NVIDIA GeForce RTX 5090", 32, (12, 0), 170),
-)
-
-
-def fake_torch(cuda: bool = False, mps: bool = False, xpu: bool | None = False, gpus: list | None = None,
-               hip: str | None = None, xpus: list | None = None) -> types.SimpleNamespace:
-    """A stand-in for the ``torch`` module with the given backends available.
-
-    ``gpus``: dicts (name, total_memory, major, minor, sms[, bf16]) for CUDA/ROCm devices;
-    ``xpu=None`` leaves ``torch.xpu`` out, as in builds older than 2.4.
-    """
-    import torch
-
-    gpus = list(gpus or [])
-    if cuda and not gpus:
-        gpus = [{"name": "NVIDIA H100 80GB HBM3", "total_memory": 85 * 10**9, "major": 9, "minor": 0, "sms": 132}]
-    if xpus is None:
-        xpus = [{"name": "Intel(R) Data Center GPU Max 1550", "total_memory": 64 * 2**30}] if xpu else []
-    S = types.SimpleNamespace
-
-    def props(g: dict) -> S:
-        return S(name=g["name"], total_memory=g["total_memory"], major=g["major"], minor=g["minor"],
-                 multi_processor_count=g["sms"], gcnArchName=g.get("arch", "") if hip else "",
-                 is_integrated=False, L2_cache_size=0)
-
-    def pick(devices: list, i=0) -> dict:
-        if not devices:
-            raise RuntimeError("Torch not compiled with this backend enabled")
-        text = str(i)  # 0, "cuda:1" or torch.device("cuda", 1)
-        return devices[int(text.rsplit(":", 1)[1]) if ":" in text else int(text) if text.isdigit() else 0]
-
-    def bf16_first(including_emulation: bool = True) -> bool:
-        g = gpus[0] if gpus else {}
-        return bool(g.get("bf16", (g.get("major", 0), g.get("minor", 0)) >= (8, 0)))
-
-    cuda_ns = S(
-        is_available=lambda: bool(gpus), device_count=lambda: len(gpus),
-        get_device_properties=lambda i=0: props(pick(gpus, i)),
-        get_device_name=lambda i=0: pick(gpus, i)["name"],
-        get_device_capability=lambda i=0: (pick(gpus, i)["major"], pick(gpus, i)["minor"]),
-        mem_get_info=lambda i=0: (pick(gpus, i)["total_memory"] // 2, pick(gpus, i)["total_memory"]),
-        is_bf16_supported=bf16_first, current_device=lambda: 0, synchronize=lambda *a: None,
-    )
-    fake = S(
-        __name__="torch", __version__=torch.__version__, device=torch.device, cuda=cuda_ns,
-        backends=S(mps=S(is_available=lambda: mps, is_built=lambda: mps)),
-        mps=S(synchronize=lambda: None, device_count=lambda: int(mps)),
-        version=S(cuda=None if (hip or not gpus) else "12.8", hip=hip, xpu=None),
-    )
-    if xpu is not None:
-        fake.xpu = S(
-            is_available=lambda: bool(xpus), device_count=lambda: len(xpus),
-            get_device_properties=lambda i=0: S(name=pick(xpus, i)["name"], total_memory=pick(xpus, i)["total_memory"],
-                                                architecture=None, gpu_subslice_count=None, driver_version=None),
-            get_device_name=lambda i=0: pick(xpus, i)["name"],
-            is_bf16_supported=lambda: True, synchronize=lambda *a: None,
-        )
-    order = [n for n, on in (("cuda", bool(gpus)), ("mps", mps), ("xpu", bool(xpus))) if on]
-    fake.accelerator = S(is_available=lambda: bool(order),
-                         current_accelerator=lambda: torch.device(order[0]) if order else None)
-    return fake
-
-
-class _DeviceType(enum.Enum):
-    cpu = 0
-    gpu = 1
-
-
-class _Device:
-    def __init__(self, type, index: int = 0):  # noqa: A002 (mlx's own argument name)
-        self.type = type.type if isinstance(type, _Device) else type
-        self.index = index
-
-    def __eq__(self, other) -> bool:
-        return self.type == getattr(other, "type", other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"Device({self.type.name}, {self.index})"
-
-
-def fake_mlx(gpu: bool, backend: str = "metal") -> types.SimpleNamespace:
-    """A stand-in for ``mlx.core`` whose GPU is available (through ``backend``) or not."""
-    S = types.SimpleNamespace
-    state = {"default": _Device(_DeviceType.gpu if gpu else _DeviceType.cpu)}
-
-    def kind(device):
-        return device.type if isinstance(device, _Device) else device
-
-    def set_default(device):
-        if kind(device) is _DeviceType.gpu and not gpu:
-            raise ValueError("[set_default_device] Device gpu is not available.")
-        state["default"] = _Device(kind(device))
-
-    return S(
-        __name__="mlx.core", __version__="0.0.0+fake", cpu=_DeviceType.cpu, gpu=_DeviceType.gpu,
-        DeviceType=_DeviceType, Device=_Device,
-        is_available=lambda device: kind(device) is _DeviceType.cpu or gpu,
-        device_count=lambda device: 1 if (kind(device) is _DeviceType.cpu or gpu) else 0,
-        default_device=lambda: state["default"], set_default_device=set_default,
-        metal=S(is_available=lambda: gpu and backend == "metal"),
-        cuda=S(is_available=lambda: gpu and backend == "cuda"),
-    )
-
-
-def _broken_mlx(error: str) -> dict[str, types.ModuleType]:
-    """Modules for ``sys.modules``: an ``mlx`` package whose ``core`` fails on first use."""
-
-    class Broken(types.ModuleType):
-        def __getattr__(self, name):
-            if name.startswith("__"):
-                raise AttributeError(name)
-            raise {"RuntimeError": RuntimeError, "OSError": OSError}.get(error, RuntimeError)(
-                f"[metal::Device] Unable to load the default metallib ({name})")
-
-    package = types.ModuleType("mlx")
-    package.__path__ = []  # a package, so that `import mlx.core` looks in sys.modules
-    core = Broken("mlx.core")
-    package.core = core
-    return {"mlx": package, "mlx.core": core}
-
-
-@contextlib.contextmanager
-def _mlx_modules(replacement: dict | None):
-    """Temporarily replace ``mlx`` and its submodules in ``sys.modules`` (None entries = not installed)."""
-    saved = {k: v for k, v in sys.modules.items() if k == "mlx" or k.startswith("mlx.")}
-    for k in saved:
-        del sys.modules[k]
-    sys.modules.update(replacement or {})
-    try:
-        yield
-    finally:
-        for k in [k for k in sys.modules if k == "mlx" or k.startswith("mlx.")]:
-            del sys.modules[k]
-        sys.modules.update(saved)
-
+from ...checks import referee
+from ...checks.core import Part, Task
+from ...fakes.devices import broken_mlx, fake_mlx, fake_torch, mlx_modules
+from ...i18n import Message, msg
 
 def _say(key: str, **values) -> Message:
     return msg(f"m01.{key}", **values)
@@ -187,21 +37,6 @@ def _picker_visible() -> list:
     ]
 
 
-def _picker_hidden(rng) -> list:
-    cases = [{"cuda": c, "mps": m, "xpu": x, "prefer": None}
-             for c in (False, True) for m in (False, True) for x in (False, True)]
-    cases += [{"cuda": c, "mps": m, "xpu": None, "prefer": None} for c, m in ((False, False), (False, True))]
-    for _ in range(6):
-        flags = {"cuda": rng.random() < 0.5, "mps": rng.random() < 0.5, "xpu": rng.random() < 0.5}
-        on = [n for n in ("cuda", "mps", "xpu", "cpu") if n == "cpu" or flags[n]]
-        off = [n for n in ("cuda", "mps", "xpu") if not flags[n]]
-        cases.append({**flags, "prefer": rng.choice(on)})
-        if off:
-            cases.append({**flags, "prefer": rng.choice(off)})
-    cases.append({"cuda": True, "mps": False, "xpu": False, "prefer": rng.choice(["tpu", "gpu", "CUDA0"])})
-    rng.shuffle(cases)
-    return cases
-
 
 def _picker_answer(learner, case) -> dict:
     try:
@@ -215,21 +50,11 @@ def _picker_answer(learner, case) -> dict:
     return {"device": None if result is None else str(result).split(":")[0]}
 
 
-def _picker_expected(case) -> str | None:
-    """The expected device name, or None where a ValueError is expected."""
-    from ..answers import m01
-
+def _picker_score(case, answer, expected) -> Part:
+    """``expected``: the device name, or None where a ValueError is expected; this machine's best device for a real case."""
     if case.get("real"):
-        from ..hardware import best_device
-        return best_device()
-    try:
-        return m01.pick_device(case["prefer"], fake_torch(cuda=case["cuda"], mps=case["mps"], xpu=case["xpu"]))
-    except ValueError:
-        return None
-
-
-def _picker_score(case, answer) -> Part:
-    expected = _picker_expected(case)
+        from ...hardware import best_device
+        expected = best_device()
     found = answer.get("device") if "device" in answer else "ValueError"
     where = _say("real_machine") if case.get("real") else _say(
         "picker_case", cuda=case["cuda"], mps=case["mps"], xpu="—" if case["xpu"] is None else case["xpu"],
@@ -251,19 +76,6 @@ def _mlx_picker_visible() -> list:
     return [{"mlx": "absent"}, {"gpu": True, "backend": "metal", "prefer": None},
             {"gpu": False, "backend": "metal", "prefer": None}, {"real": True}]
 
-
-def _mlx_picker_hidden(rng) -> list:
-    cases = []
-    for gpu in (True, False):
-        for backend in ("metal", "cuda"):
-            cases.append({"gpu": gpu, "backend": backend, "prefer": None})
-            cases.append({"gpu": gpu, "backend": backend, "prefer": "cpu"})
-    cases.append({"gpu": True, "backend": rng.choice(["metal", "cuda"]), "prefer": "gpu"})
-    cases.append({"gpu": False, "backend": rng.choice(["metal", "cuda"]), "prefer": "gpu"})
-    cases.append({"gpu": rng.random() < 0.5, "backend": "metal", "prefer": rng.choice(["tpu", "mps", "GPU:1"])})
-    cases.append({"mlx": "absent"})
-    rng.shuffle(cases)
-    return cases
 
 
 def _real_mx():
@@ -287,19 +99,15 @@ def _mlx_picker_answer(learner, case) -> dict:
     return {"device": _mlx_kind(result)}
 
 
-def _mlx_picker_score(case, answer) -> Part:
-    from ..answers import m01
+def machine_mlx_device() -> str | None:
+    """What MLX offers on this machine: 'gpu' if its GPU is usable, else 'cpu'; None without a working MLX."""
+    mx = _real_mx()
+    return None if mx is None else ("gpu" if mx.is_available(mx.gpu) else "cpu")
 
-    try:
-        if case.get("real"):
-            expected = m01.pick_mlx_device(None, _real_mx())
-        elif case.get("mlx") == "absent":
-            expected = None
-        else:
-            expected = m01.pick_mlx_device(case["prefer"], fake_mlx(case["gpu"], case["backend"]))
-        want = _fmt(expected)
-    except ValueError:
-        want = "ValueError"
+
+def _mlx_picker_score(case, answer, expected) -> Part:
+    """``expected``: 'gpu', 'cpu', None or "ValueError"; for a real case, what MLX offers here."""
+    want = _fmt(machine_mlx_device()) if case.get("real") else expected
     found = _fmt(answer["device"]) if "device" in answer else "ValueError"
     if case.get("real"):
         where = _say("real_machine")
@@ -311,26 +119,23 @@ def _mlx_picker_score(case, answer) -> Part:
 
 
 # ---------------------------------------------------------------- 3. is MLX usable?
-def _usable_hidden(rng) -> list:
-    return [{"mode": "broken", "error": rng.choice(["RuntimeError", "OSError"])}, {"mode": "absent"}]
-
 
 def _usable_answer(learner, case) -> dict:
     if case["mode"] == "real":
         result = learner()
     else:
-        replacement = {"mlx": None, "mlx.core": None} if case["mode"] == "absent" else _broken_mlx(case["error"])
-        with _mlx_modules(replacement):
+        replacement = {"mlx": None, "mlx.core": None} if case["mode"] == "absent" else broken_mlx(case["error"])
+        with mlx_modules(replacement):
             result = learner()
     return {"usable": result if isinstance(result, bool) else repr(result)}
 
 
-def _usable_score(case, answer) -> Part:
+def _usable_score(case, answer, want) -> Part:
     found = answer["usable"]
     if not isinstance(found, bool):
         return Part(False, _say("usable_not_bool", found=found))
     if case["mode"] == "real":
-        from ..hardware import mlx_status
+        from ...hardware import mlx_status
         expected, reason = mlx_status()
         return Part(found == expected, _say("usable_real", expected=expected, found=found, reason=reason.text("en"),
                                             reason_ko=reason.text("ko")))
@@ -342,11 +147,6 @@ def _usable_score(case, answer) -> Part:
 ROW_KEYS = ("device", "name", "kind", "memory_gib", "compute_capability", "bf16")
 
 
-def _random_gpu(rng) -> dict:
-    name, gib, (major, minor), sms = rng.choice(GPU_CATALOGUE)
-    return {"name": name, "total_memory": int(gib * 2**30 * rng.uniform(0.97, 0.995)),
-            "major": major, "minor": minor, "sms": sms}
-
 
 def _inventory_visible() -> list:
     return [{"real": True},
@@ -354,25 +154,13 @@ def _inventory_visible() -> list:
                        "sms": 108}], "hip": None, "xpus": []}]
 
 
-def _inventory_hidden(rng) -> list:
-    cases = [{"gpus": [_random_gpu(rng) for _ in range(rng.randint(1, 4))], "hip": None, "xpus": []}
-             for _ in range(3)]
-    cases.append({"gpus": [], "hip": None, "xpus": []})
-    cases.append({"gpus": [{"name": "AMD Instinct MI300X", "total_memory": int(192 * 2**30 * 0.99), "major": 9,
-                            "minor": 4, "sms": 304, "arch": "gfx942:sramecc+:xnack-", "bf16": True}] * 2,
-                  "hip": "6.4.43482", "xpus": []})
-    cases.append({"gpus": [], "hip": None,
-                  "xpus": [{"name": "Intel(R) Data Center GPU Max 1100", "total_memory": int(48 * 2**30)}]})
-    rng.shuffle(cases)
-    return cases
 
-
-def _case_torch(case):
+def case_torch(case):
     return fake_torch(gpus=case["gpus"], hip=case["hip"], xpus=case["xpus"], xpu=True)
 
 
 def _inventory_answer(learner, case) -> list:
-    rows = learner() if case.get("real") else learner(torch_module=_case_torch(case))
+    rows = learner() if case.get("real") else learner(torch_module=case_torch(case))
     out = []
     for row in rows:
         if not isinstance(row, dict):
@@ -400,10 +188,15 @@ def _same_name(expected: str, found: str | None, kind: str) -> bool:
     return a == b or a in b or b in a or kind == "mps"
 
 
-def _inventory_score(case, answer) -> list[Part]:
-    from ..answers import m01
+def machine_inventory() -> list[dict]:
+    """This machine's devices as the course's detection lists them (MLX left out: on a Mac it is MPS's GPU)."""
+    from ... import hardware
 
-    expected = m01.inventory() if case.get("real") else m01.inventory(_case_torch(case))
+    return [r for r in hardware.detect().rows() if r["kind"] != "mlx"]
+
+
+def _inventory_score(case, answer, expected) -> list[Part]:
+    expected = machine_inventory() if case.get("real") else expected
     where = _say("real_machine") if case.get("real") else \
         _say("inventory_case", n=len(case["gpus"]) + len(case["xpus"]))
     if any("not_a_dict" in r for r in answer):
@@ -446,11 +239,6 @@ def _timer_visible() -> list:
     return [{"work_s": 0.03, "pending": 0, "cpu_s": 0.01}, {"work_s": 0.02, "pending": 0, "cpu_s": 0.02}]
 
 
-def _timer_hidden(rng) -> list:
-    return [{"work_s": round(rng.uniform(0.01, 0.04), 4), "pending": rng.choice([0, 12]),
-             "cpu_s": round(rng.uniform(0.005, 0.02), 4)} for _ in range(3)] + \
-        [{"work_s": 0.02, "pending": 10, "cpu_s": 0.01}]
-
 
 def _seconds(reported) -> float | str:
     value = getattr(reported, "median_s", reported)
@@ -460,7 +248,7 @@ def _seconds(reported) -> float | str:
 
 
 def _timer_answer(learner, case) -> dict:
-    from ..fakes import FakeAsyncDevice, audit_timer
+    from ...fakes import FakeAsyncDevice, audit_timer
 
     device = FakeAsyncDevice(work_s=case["work_s"], name="fake-gpu")
     if case["pending"]:
@@ -480,7 +268,7 @@ def _within(value, target: float) -> bool:
     return isinstance(value, float) and 0.9 * target <= value <= 1.5 * target + 0.015  # slack: a busy scheduler
 
 
-def _timer_score(case, answer) -> Part:
+def _timer_score(case, answer, want) -> Part:
     found = referee.rounds(answer)
     if not found:
         return Part(False, _say("timer_not_number", found=None))
@@ -502,15 +290,12 @@ def _timer_score(case, answer) -> Part:
 
 
 # ---------------------------------------------------------------- 6. CPU vs accelerator
-def _speedup_widths() -> list[int]:
+def speedup_widths() -> list[int]:
     """MLP widths that keep an accelerator busy (it must beat the CPU), smaller on a CPU-only machine."""
-    from ..hardware import best_device
+    from ...hardware import best_device
 
     return [1536, 2048, 2560] if best_device() != "cpu" else [384, 512, 640]
 
-
-def _speedup_hidden(rng) -> list:
-    return [{"width": rng.choice(_speedup_widths())}]
 
 
 _TOLD: list = []
@@ -519,8 +304,8 @@ _TOLD: list = []
 def _speedup_answer(learner, case) -> dict:
     import torch
 
-    from ..hardware import best_device
-    from ..m01_mlp import make_step
+    from ...hardware import best_device
+    from .lesson import make_step
 
     threads = torch.get_num_threads()
     if best_device() == "cpu":  # say why this check grades what it grades (once: the check runs several rounds)
@@ -541,9 +326,9 @@ def _speedup_answer(learner, case) -> dict:
 
 def _speedup_reference(case, answer) -> dict:
     """The course harness timing the same steps, on the CPU and on the best device here."""
-    from ..hardware import best_device
-    from ..harness import time_fn
-    from ..m01_mlp import make_step
+    from ...hardware import best_device
+    from ...harness import time_fn
+    from .lesson import make_step
 
     accel = best_device()
     threads = 1 if accel == "cpu" else None
@@ -551,9 +336,9 @@ def _speedup_reference(case, answer) -> dict:
             "accel_s": time_fn(make_step(accel, case["width"]), device=accel, budget_s=0.4, threads=threads).median_s}
 
 
-def _speedup_score(case, answer) -> list[Part]:
-    from ..expectations import expect, side_by_side
-    from ..hardware import best_device
+def _speedup_score(case, answer, want) -> list[Part]:
+    from ...expectations import expect, side_by_side
+    from ...hardware import best_device
 
     found = referee.rounds(answer)
     if not found or any("not_a_dict" in r for r in found):
@@ -580,7 +365,7 @@ def _speedup_score(case, answer) -> list[Part]:
 
 # ---------------------------------------------------------------- 7. memory: where does fine-tuning fit?
 def _memory_visible() -> list:
-    from .. import profiles
+    from ... import profiles
 
     ids = ("rtx_4090", "t4")
     devices = {i: profiles.get(i).memory_gb for i in ids}
@@ -589,20 +374,6 @@ def _memory_visible() -> list:
             {"n_params": 7e9, "activation_gb": 10.0, "devices": big},
             {"n_params": 70e9, "activation_gb": 20.0, "devices": big}]
 
-
-def _memory_hidden(rng) -> list:
-    from .. import profiles
-
-    pool = [p for p in profiles.all_of() if p.memory_gb]
-    cases = []
-    for _ in range(5):
-        chosen = rng.sample(pool, rng.randint(2, 6))
-        cases.append({"n_params": float(rng.randint(1, 400) * 1e8), "activation_gb": round(rng.uniform(0, 12), 2),
-                      "devices": {p.id: p.memory_gb for p in chosen}})
-    cases.append({"n_params": float(rng.randint(2, 9) * 1e9), "activation_gb": 0.0,
-                  "devices": {f"gpu_{i}": float(rng.randint(4, 48) * 4) for i in range(rng.randint(2, 5))}})
-    cases.append({"n_params": 2e9, "activation_gb": 0.5, "devices": {"tiny_a": 8.0, "tiny_b": 16.0}})
-    return cases
 
 
 def _memory_answer(learner, case) -> dict:
@@ -615,12 +386,9 @@ def _memory_answer(learner, case) -> dict:
             "device": None if device is None else str(device)}
 
 
-def _memory_score(case, answer) -> list[Part]:
-    from ..answers import m01
-
+def _memory_score(case, answer, want) -> list[Part]:
     if "not_a_dict" in answer:
         return [Part(False, _say("memory_not_dict", found=answer["not_a_dict"]), weight=2)]
-    want = m01.finetune_plan(case["n_params"], case["activation_gb"], case["devices"])
     where = _say("memory_case", n=case["n_params"] / 1e9, act=case["activation_gb"])
     need = answer["need_gb"]
     need_ok = isinstance(need, float) and math.isclose(need, want["need_gb"], rel_tol=1e-6, abs_tol=1e-9)
@@ -636,18 +404,18 @@ def _memory_score(case, answer) -> list[Part]:
 
 TASKS = {
     "picker": Task(title=_say("title_picker"), answer=_picker_answer, score=_picker_score,
-                   visible=_picker_visible, hidden=_picker_hidden),
+                   visible=_picker_visible),
     "mlx_picker": Task(title=_say("title_mlx_picker"), answer=_mlx_picker_answer, score=_mlx_picker_score,
-                       visible=_mlx_picker_visible, hidden=_mlx_picker_hidden),
+                       visible=_mlx_picker_visible),
     "mlx_usable": Task(title=_say("title_mlx_usable"), answer=_usable_answer, score=_usable_score,
-                       visible=lambda: [{"mode": "real"}, {"mode": "absent"}], hidden=_usable_hidden),
+                       visible=lambda: [{"mode": "real"}, {"mode": "absent"}]),
     "inventory": Task(title=_say("title_inventory"), answer=_inventory_answer, score=_inventory_score,
-                      visible=_inventory_visible, hidden=_inventory_hidden),
+                      visible=_inventory_visible),
     "timer": Task(title=_say("title_timer"), answer=_timer_answer, score=_timer_score,
-                  visible=_timer_visible, hidden=_timer_hidden, measurement=True),
+                  visible=_timer_visible, measurement=True),
     "speedup": Task(title=_say("title_speedup"), answer=_speedup_answer, score=_speedup_score,
-                    visible=lambda: [{"width": _speedup_widths()[1]}], hidden=_speedup_hidden, measurement=True,
+                    visible=lambda: [{"width": speedup_widths()[1]}], measurement=True,
                     reference=_speedup_reference, rounds=5),
     "memory": Task(title=_say("title_memory"), answer=_memory_answer, score=_memory_score,
-                   visible=_memory_visible, hidden=_memory_hidden),
+                   visible=_memory_visible),
 }
