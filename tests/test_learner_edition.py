@@ -3,6 +3,7 @@ visible check gives ✅ to the reference solution inside the edition's own insta
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from autograder.grading.course import GradingError
 from autograder.grading.edition import write
 
 REPO = Path(__file__).resolve().parent.parent
-MIN_CHARS = 24  # shorter lines (`return out`, `import math`) say nothing about an answer
+MIN_CHARS = 24  # shorter lines (`return out`, `scaler.update()`) say nothing about an answer
+SHARED_LINES = 3  # a unit leaks when this many of its lines (or all, if it has fewer) sit in one file of the edition
 TEXT = {".py", ".ipynb", ".md", ".yaml", ".yml", ".json", ".toml", ".txt", ".csv", ".html", ".cfg", ""}
 
 
@@ -35,28 +37,62 @@ def _regions(source: str, begin: str, end: str) -> list[str]:
     return out
 
 
-def secret_lines() -> dict[str, str]:
-    """Distinctive lines of every solution region, hidden-test block and reference function -> where from."""
-    found = {}
+def _distinctive(lines) -> list[str]:
+    """Stripped lines long enough to say something, imports and comments left out."""
+    out = []
+    for line in lines:
+        line = line.strip()
+        if len(line) >= MIN_CHARS and not line.startswith(("#", "import ", "from ")):
+            out.append(line)
+    return list(dict.fromkeys(out))
+
+
+def _measurement(task_ids) -> bool:
+    from autograder.checks import task
+    return any(task(t).measurement for t in task_ids)
+
+
+def secret_units() -> dict[str, list[str]]:
+    """Each solution region, hidden-test block and reference function -> its distinctive lines.
+
+    Measurement tasks are exempt, with the reference functions their solutions define and call: they are
+    graded side by side with the course's own measurement, which a learner's install carries by design.
+    """
+    units, exempt = {}, set()
     for path in sorted(REPO.glob("solutions/*/*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
+        cells, pending = nbformat.read(path, as_version=4).cells, []
+        for cell in cells:
             meta = cell.metadata.get("nbgrader", {})
+            where = f"{path.relative_to(REPO)} ({meta.get('grade_id')})"
             lines = _regions(cell.source, "### BEGIN SOLUTION", "### END SOLUTION")
-            lines += _regions(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
             if cell.cell_type == "markdown" and meta.get("solution"):
-                lines += cell.source.splitlines()
-            found.update({line.strip(): f"{path.relative_to(REPO)} ({meta.get('grade_id')})" for line in lines})
+                lines = cell.source.splitlines()
+            if lines:
+                units[where] = _distinctive(lines)
+                pending.append((where, cell.source))
+            hidden = _regions(cell.source, "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+            if hidden:
+                units[where + " hidden tests"] = _distinctive(hidden)
+            if cell.cell_type == "code" and meta.get("grade"):
+                if _measurement(re.findall(r'check\("([\w.]+)"', cell.source)):
+                    for name, source in pending:
+                        units.pop(name, None)
+                        exempt.update(re.findall(r"^def (\w+)", source, re.M))
+                pending = []
     for path in sorted((REPO / "course_answers").glob("*.py")):
         text = path.read_text(encoding="utf-8")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                for line in ast.get_source_segment(text, node).splitlines()[1:]:
-                    found[line.strip()] = f"{path.relative_to(REPO)} ({node.name})"
-    return {line: where for line, where in found.items() if len(line) >= MIN_CHARS}
+        functions = {n.name: ast.get_source_segment(text, n) for n in ast.walk(ast.parse(text))
+                     if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        called = {name for name, source in functions.items() if name in exempt
+                  for other in functions if f"{other}(" in source for name in (other,)}
+        for name, source in functions.items():
+            if name not in exempt and name not in called:
+                units[f"{path.relative_to(REPO)} ({name})"] = _distinctive(source.splitlines()[1:])
+    return {where: lines for where, lines in units.items() if lines}
 
 
 def edition_lines(root: Path) -> dict[str, str]:
-    """Every stripped line of every text file in the edition (notebooks: cell sources) -> its file."""
+    """Every stripped line of every text file in the edition (notebooks: cell sources) -> the first file with it."""
     out = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in TEXT):
         if path.suffix == ".ipynb":
@@ -82,11 +118,18 @@ def test_the_edition_holds_the_learners_part_only(edition):
 
 
 def test_no_solution_hidden_test_or_reference_text_is_in_the_edition(edition):
-    secrets, seen = secret_lines(), edition_lines(edition)
-    assert len(secrets) > 200  # the scan has something to look for
-    leaks = {line: (where, seen[line]) for line, where in secrets.items() if line in seen}
-    assert not leaks, "text of the instructor's part in the learner edition:\n" + "\n".join(
-        f"{line!r}: from {where}, found in {found}" for line, (where, found) in sorted(leaks.items()))
+    units, seen = secret_units(), edition_lines(edition)
+    assert len(units) > 100  # the scan has something to look for
+    leaks = []
+    for where, lines in units.items():
+        by_file: dict[str, list[str]] = {}
+        for line in lines:
+            if line in seen:
+                by_file.setdefault(seen[line], []).append(line)
+        for found, shared in by_file.items():
+            if len(shared) >= min(SHARED_LINES, len(lines)):
+                leaks.append(f"{where} -> {found}: " + " | ".join(shared[:4]))
+    assert not leaks, "text of the instructor's part in the learner edition:\n" + "\n".join(sorted(leaks))
 
 
 def test_an_edition_is_written_into_an_empty_folder_outside_the_course(tmp_path):

@@ -138,6 +138,24 @@ def grad_scaler(device: str, dtype):
 
 
 # ---------------------------------------------------------------- probes
+@contextmanager
+def saved_for_backward(model):
+    """While open, count what autograd keeps for backward: yields {storage: bytes}, each storage once and the
+    model's own parameters as 0 (they are in memory anyway)."""
+    import torch
+
+    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept: dict[int, int] = {}
+
+    def keep(tensor):
+        storage = tensor.untyped_storage()
+        kept.setdefault(storage.data_ptr(), 0 if storage.data_ptr() in weights else storage.nbytes())
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+        yield kept
+
+
 class SavedTensorProbe:
     """CPU (any device): bytes saved for backward by each forward, plus gradients held then."""
 
@@ -145,7 +163,6 @@ class SavedTensorProbe:
 
     def start(self, model) -> None:
         self.model = model
-        self.params = {p.untyped_storage().data_ptr() for p in model.parameters()}
         self.peak_bytes = 0
 
     def _grad_bytes(self) -> int:
@@ -153,19 +170,9 @@ class SavedTensorProbe:
 
     @contextmanager
     def forward(self):
-        import torch
-
-        seen: dict[int, int] = {}
-
-        def pack(t):
-            storage = t.untyped_storage()
-            if storage.data_ptr() not in self.params:
-                seen[storage.data_ptr()] = storage.nbytes()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with saved_for_backward(self.model) as kept:
             yield
-        self.peak_bytes = max(self.peak_bytes, sum(seen.values()) + self._grad_bytes())
+        self.peak_bytes = max(self.peak_bytes, sum(kept.values()) + self._grad_bytes())
 
     def stop(self) -> int:
         return max(self.peak_bytes, self._grad_bytes())
@@ -410,17 +417,7 @@ def plot_recipes(n_params: float = 7e9, profile_id: str = "h100_sxm"):
 
 def activation_bytes(model, *inputs) -> int:
     """What ``model(*inputs)`` keeps for backward, counted once per storage (parameters left out)."""
-    import torch
-
-    weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    kept: dict[int, int] = {}
-
-    def keep(tensor):
-        storage = tensor.untyped_storage()
-        kept.setdefault(storage.data_ptr(), 0 if storage.data_ptr() in weights else storage.nbytes())
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
+    with saved_for_backward(model) as kept:
         model(*inputs)
     return sum(kept.values())
 
