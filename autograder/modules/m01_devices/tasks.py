@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import Part, Task
+from ...checks.core import Part, Task, close
 from ...fakes.devices import broken_mlx, fake_mlx, fake_torch, mlx_modules
 from ...i18n import Message, msg
 
@@ -391,7 +391,7 @@ def _memory_score(case, answer, want) -> list[Part]:
         return [Part(False, _say("memory_not_dict", found=answer["not_a_dict"]), weight=2)]
     where = _say("memory_case", n=case["n_params"] / 1e9, act=case["activation_gb"])
     need = answer["need_gb"]
-    need_ok = isinstance(need, float) and math.isclose(need, want["need_gb"], rel_tol=1e-6, abs_tol=1e-9)
+    need_ok = isinstance(need, float) and close(need, want["need_gb"], rel=1e-6, abs_tol=1e-9)
     need_msg = _say("memory_need", case=where, expected=f"{want['need_gb']:.3f}", found=_fmt(need))
     if isinstance(need, float) and not need_ok:
         need_msg = need_msg + _say("memory_hint")
