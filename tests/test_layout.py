@@ -67,13 +67,12 @@ def test_the_core_knows_no_module():
             assert not name.startswith("course_answers"), f"{path.relative_to(REPO)} imports {name}"
 
 
-def test_answers_import_the_core_their_own_module_and_shared_rules():
+def test_answers_import_the_core_and_their_own_module():
     for path in ANSWERS.glob("*.py"):
         for name in imported(path):
             assert module_of(name) in (None, path.stem), f"{path.relative_to(REPO)} imports {name}"
-            if name.startswith("course_answers."):
-                assert name.split(".")[1] in ("shared", path.stem), f"{path.relative_to(REPO)} imports {name}"
-        if path.stem != "__init__" and path.stem != "shared":
+            assert not name.startswith("course_answers."), f"{path.relative_to(REPO)} imports {name}"
+        if path.stem != "__init__":
             assert path.stem in modules.folders().values(), f"{path.name} names no module folder"
 
 
