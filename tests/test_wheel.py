@@ -18,35 +18,39 @@ GRADE = textwrap.dedent("""
     import sys
     from pathlib import Path
     import autograder
-    from autograder.answers import m01, m02, m03, m04, m05, m06
-    from autograder.checks import check, task
-    from autograder import plotting
+    import course_answers
+    from course_answers import m01_devices as m01, m02_gpu_architecture as m02, m03_memory_hierarchy as m03
+    from course_answers import m04_training_memory as m04, m05_networking as m05, m06_choosing_hardware as m06
+    from autograder import modules, plotting
+    from autograder.checks import check
 
     assert Path(autograder.__file__).is_relative_to(sys.argv[1]), autograder.__file__  # the wheel's copy
+    assert Path(course_answers.__file__).is_relative_to(Path(sys.argv[1]).parent), course_answers.__file__
     assert plotting.FONT_FILE.is_file(), plotting.FONT_FILE
     reference = {
         "m01.memory": m01.finetune_plan,       # profiles.yaml
-        "m02.decode": m02.decode,              # m02_formats.yaml
+        "m02.decode": m02.decode,              # formats.yaml
         "m03.intensity": m03.arithmetic_intensity,
-        "m04.breakdown": m04.memory_breakdown,  # m04_memory.yaml
-        "m05.superpod": m05.superpod,          # m05_superpod.yaml
-        "m06.smi_log": m06.summarize_smi_log,  # m06_nvidia_smi_log.csv
+        "m04.breakdown": m04.memory_breakdown,  # the module's memory table
+        "m05.superpod": m05.superpod,          # superpod.yaml
+        "m06.smi_log": m06.summarize_smi_log,  # the sample nvidia-smi log
     }
     for task_id, fn in reference.items():
-        module = __import__(f"autograder.checks.{task_id.split('.')[0]}", fromlist=["TASKS"])
-        for name, t in module.TASKS.items():
-            assert t.visible(), f"{task_id.split('.')[0]}.{name}: no visible case"
+        module_id = task_id.split(".")[0]
+        assert modules.path(module_id).is_relative_to(sys.argv[1]), modules.path(module_id)
+        for name, t in modules.tasks(module_id).items():
+            assert t.visible(), f"{module_id}.{name}: no visible case"
         assert check(task_id, fn, points=1) is None, task_id
     print("graded", len(reference))
 """)
 
 
 def data_files() -> set[str]:
-    """Files under autograder/data and autograder/fonts, as paths inside the wheel."""
+    """Files under autograder/data, autograder/fonts and every module folder, as paths inside the wheel."""
     found = set()
-    for folder in ("data", "fonts"):
+    for folder in ("data", "fonts", "modules"):
         for path in (PACKAGE / folder).rglob("*"):
-            if path.is_file() and "__pycache__" not in path.parts:
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 found.add(path.relative_to(REPO).as_posix())
     return found
 
@@ -60,7 +64,8 @@ def wheel(tmp_path_factory) -> Path:
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         if (REPO / name).exists():
             shutil.copy(REPO / name, src)
-    shutil.copytree(PACKAGE, src / "autograder", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for package in ("autograder", "course_answers"):
+        shutil.copytree(REPO / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
                            "--disable-pip-version-check", "-w", str(tmp / "dist"), str(src)],
                           capture_output=True, text=True, timeout=300)
@@ -72,7 +77,7 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_every_data_file_is_in_the_wheel(wheel):
     expected = data_files()
-    assert "autograder/data/m06_nvidia_smi_log.csv" in expected and "autograder/fonts/NanumGothic.ttf" in expected
+    assert "autograder/modules/m00_demo/expected.json" in expected and "autograder/fonts/NanumGothic.ttf" in expected
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = sorted(expected - names)
     assert not missing, f"not in the wheel (pyproject.toml [tool.setuptools.package-data]): {missing}"
@@ -80,7 +85,8 @@ def test_every_data_file_is_in_the_wheel(wheel):
 
 
 def test_every_module_of_the_package_is_in_the_wheel(wheel):
-    modules = {p.relative_to(REPO).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    modules = {p.relative_to(REPO).as_posix() for package in ("autograder", "course_answers")
+               for p in (REPO / package).rglob("*.py") if "__pycache__" not in p.parts}
     missing = sorted(modules - set(zipfile.ZipFile(wheel).namelist()))
     assert not missing, missing
 

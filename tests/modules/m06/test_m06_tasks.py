@@ -1,12 +1,12 @@
-"""Module 06 checks: the reference gets full marks, stubs fail, wrong and hard-coded answers lose points."""
+"""Module 06 tasks: the reference gets full marks, stubs fail, wrong and hard-coded answers lose points."""
 import copy
 
 import pytest
 
 from autograder import reference
-from autograder.answers import m06 as A
-from autograder.checks import CheckFailed, check, referee
-from autograder.checks import m06 as checks
+import course_answers.m06_choosing_hardware as A
+from autograder.checks import CheckFailed, check, referee, task
+from autograder.modules.m06_choosing_hardware import tasks as checks
 from autograder.checks.core import cases_for, collect, fraction, score_records
 from autograder.harness import time_fn
 from autograder.profiles import Profile
@@ -158,8 +158,12 @@ def mfu_answer(rounds, ref_seconds, walls=None):
 STEP_S = A.step_flops(MFU_CASE["dims"], MFU_CASE["batch"]) / (0.1 * PEAK * 1e12)  # MFU 0.1: 16 ms a step
 
 
+def mfu_score(case, answer):
+    return checks._mfu_score(case, answer, A.EXPECT["mfu"](case))
+
+
 def mfu_share(answer, case=MFU_CASE):
-    return fraction(checks._mfu_score(case, answer))
+    return fraction(mfu_score(case, answer))
 
 
 def test_mfu_honest_answer_gets_full_marks(fixed_peak):
@@ -178,9 +182,9 @@ def test_mfu_with_a_wrong_formula_gets_partial_credit(fixed_peak):
 
 
 def test_mfu_timed_far_from_the_reference_loses_the_timing_part(fixed_peak):
-    parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S / 20)] * 3, STEP_S))  # no synchronize
+    parts = mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S / 20)] * 3, STEP_S))  # no synchronize
     assert 0 < fraction(parts) < 1 and "Faster than the hardware can be" in parts[-1].message.en
-    parts = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S * 8)] * 3, STEP_S))  # timed the first call
+    parts = mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S * 8)] * 3, STEP_S))  # timed the first call
     assert 0 < fraction(parts) < 1 and "Slower than expected" in parts[-1].message.en
 
 
@@ -206,9 +210,9 @@ def test_mfu_spec_peak_must_be_exact(monkeypatch):
 
 
 def test_mfu_must_be_measured_while_the_referee_watches(fixed_peak):
-    constant = checks._mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S)] * 3, STEP_S, walls=[1e-4] * 3))
+    constant = mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S)] * 3, STEP_S, walls=[1e-4] * 3))
     assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
-    unseen = checks._mfu_score(MFU_CASE, {"rounds": [mfu_round(STEP_S)] * 3})
+    unseen = mfu_score(MFU_CASE, {"rounds": [mfu_round(STEP_S)] * 3})
     assert fraction(unseen) == 0.0 and "while the grader watched" in unseen[0].message.en
 
 
@@ -223,7 +227,7 @@ def test_mfu_reference_times_the_same_step(monkeypatch, fixed_peak):
     """A real (small) run with the local referee: every round observed and measured, next to the reference's
     timing of the same step. The two timings are not compared here: the machine's load may shift them."""
     monkeypatch.delenv("COURSE_REFEREE", raising=False)
-    t = checks.TASKS["mfu"]
+    t = task("m06.mfu")
     [record] = collect(t, lambda device, dims, batch: A.step_mfu(device, dims, batch, budget_s=0.2),
                        cases_for(t, False, 1234), "m06.mfu")
     answer = record["answer"]

@@ -1,4 +1,4 @@
-"""The dated hourly price table of ``data/prices.yaml`` as offers joined with their GPU profiles.
+"""The dated hourly price table of ``data/prices.yaml`` (this folder) as offers joined with their GPU profiles.
 
 Module 06 uses it to turn GPU-hours into money. Prices are snapshots: every offer
 keeps the date it was seen and its source; dense peaks, memory and bandwidth come
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from . import profiles
+from ... import profiles
 
 _DATA = Path(__file__).parent / "data" / "prices.yaml"
 FIELDS = ("provider", "instance", "region", "kind", "profile", "gpus", "price_per_hour", "seen", "source")

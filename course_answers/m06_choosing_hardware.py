@@ -1,4 +1,4 @@
-"""Reference implementations for module 06 (choosing hardware): cost, offers, serving, monitoring, MFU.
+"""Reference answers and hidden cases of module 06 (choosing hardware): cost, offers, serving, monitoring, MFU.
 
 Conventions (the exercise states them too): training FLOPs = 6 x parameters x tokens
 (Kaplan et al. 2020; Hoffmann et al. 2022), MFU = achieved model FLOP/s over the dense
@@ -12,8 +12,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..i18n import msg
-from ..profiles import get as get_profile
+from autograder import llm
+from autograder.fakes.nvml import GPU_CATALOGUE
+from autograder.i18n import msg
+from autograder.modules.m06_choosing_hardware.lesson import make_smi_log, mfu_peak, mlp_step
+from autograder.modules.m06_choosing_hardware.tasks import ERROR, gpu_case, inventory_fakes
+from autograder.profiles import all_of, get as get_profile
 
 HOUR = 3600.0
 # nvidia-smi clocks_throttle_reasons / clocks_event_reasons bits that mean "slowed by power or heat"
@@ -85,19 +89,14 @@ def cheapest_offer(offers: list[dict], job: dict) -> dict:
 
 
 # ---------------------------------------------------------------- task 4: serving
-def kv_cache_bytes(model: dict, context: int, batch: int) -> float:
-    """Keys and values of every layer for ``batch`` sequences of ``context`` tokens."""
-    return 2.0 * model["layers"] * model["kv_heads"] * model["head_dim"] * model["kv_bytes"] * context * batch
-
-
 def gpus_to_serve(model: dict, context: int, batch: int, gpu: dict) -> dict:
     """GPUs whose usable memory holds weights + KV cache, and the decode tokens/s upper bound.
 
     Each decode step reads every weight and the whole KV cache once; with the model split
     over ``gpus`` GPUs their bandwidths add up, and one step yields ``batch`` tokens.
     """
-    weights = float(model["params"]) * model["weight_bytes"]
-    kv = kv_cache_bytes(model, context, batch)
+    weights = llm.weight_bytes(model)
+    kv = llm.kv_cache_bytes(model, batch, context)
     total = weights + kv
     usable = gpu["memory_gb"] * 1e9 * gpu["usable_fraction"]
     gpus = max(1, math.ceil(total / usable - 1e-9))
@@ -214,31 +213,142 @@ def mfu(flops: float, seconds: float, peak_tflops: float, devices: int = 1) -> f
     return flops / seconds / (peak_tflops * 1e12 * devices)
 
 
-def reference_peak(device: str) -> float:
-    """fp32 peak (TFLOP/s) the MFU of ``device`` is taken against: spec sheet, else this machine's measurement."""
-    from ..reference import measured_profile, profile_for
-    return profile_for(device).peak("fp32") or measured_profile(device).peak("fp32")
-
-
 def step_mfu(device: str, dims: list[int], batch: int, budget_s: float = 1.0) -> dict:
     """Time one SGD training step of a bias-free ReLU MLP on ``device`` and return its MFU."""
-    import torch
-
-    from ..harness import time_fn
-    layers = []
-    for a, b in zip(dims[:-1], dims[1:]):
-        layers += [torch.nn.Linear(a, b, bias=False), torch.nn.ReLU()]
-    model = torch.nn.Sequential(*layers[:-1]).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(batch, dims[0], device=device)
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        model(x).square().mean().backward()
-        opt.step()
-
-    seconds = time_fn(step, device=device, budget_s=budget_s).median_s
+    from autograder.harness import time_fn
+    seconds = time_fn(mlp_step(dims, batch, device), device=device, budget_s=budget_s).median_s
     flops = step_flops(dims, batch)
-    peak = reference_peak(device)
+    peak = mfu_peak(device)
     return {"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
             "mfu": mfu(flops, seconds, peak)}
+
+
+# ---------------------------------------------------------------- expected answers
+def _cost(case: dict) -> dict:
+    try:
+        return training_cost(case["params"], case["tokens"], case["gpus"], case["profile"], case["mfu"], case["price"])
+    except ValueError:
+        return dict(ERROR)
+
+
+def _inventory(case: dict) -> list | None:
+    """The rows of a fake case; None for the real machine (scored against what the grader's kernel detected)."""
+    return None if case.get("real") else gpu_inventory(*inventory_fakes(case))
+
+
+EXPECT = {
+    "cost": _cost,
+    "claim": check_claim,
+    "cheapest": lambda case: cheapest_offer(case["offers"], case["job"]),
+    "serve": lambda case: gpus_to_serve(case["model"], case["context"], case["batch"], case["gpu"]),
+    "smi_log": lambda case: summarize_smi_text(case["text"]),
+    "inventory": _inventory,
+    "mfu": lambda case: {"flops_per_step": step_flops(case["dims"], case["batch"])},
+}
+
+
+# ---------------------------------------------------------------- hidden cases
+def _bf16_profiles() -> list[str]:
+    return [p.id for p in all_of() if p.peak("bf16") and p.memory_gb and p.bandwidth_gbs]
+
+
+def _cost_hidden(rng) -> list:
+    ids = _bf16_profiles()
+    cases = []
+    for _ in range(4):
+        params = 10 ** rng.uniform(8, 12)
+        cases.append({"params": params, "tokens": params * rng.uniform(5, 200), "gpus": rng.choice([1, 8, 64, 512, 4096]),
+                      "profile": rng.choice(ids), "mfu": round(rng.uniform(0.15, 0.6), 3),
+                      "price": round(rng.uniform(0.5, 12), 2)})
+    cases.append({"params": 1e9, "tokens": 2e10, "gpus": 8, "profile": "h100_sxm", "mfu": 40, "price": 3.0,
+                  "expect_error": True})
+    return cases
+
+
+def _claim_hidden(rng) -> list:
+    ids = _bf16_profiles()
+    cases = []
+    for factor in (rng.uniform(0.6, 1.9), 1.99, 2.01, rng.uniform(3, 10), rng.uniform(0.1, 0.45)):
+        params = 10 ** rng.uniform(8.5, 11.5)
+        case = {"label": "hidden", "params": params, "tokens": params * rng.uniform(10, 100),
+                "gpus": rng.choice([8, 64, 256, 2048]), "profile": rng.choice(ids), "mfu": round(rng.uniform(0.2, 0.55), 3)}
+        case["claimed_days"] = training_cost(case["params"], case["tokens"], case["gpus"], case["profile"], case["mfu"],
+                                             1.0)["days"] * factor
+        cases.append(case)
+    return cases
+
+
+def _cheapest_hidden(rng) -> list:
+    ids = _bf16_profiles()
+    cases = []
+    for i in range(4):
+        listed = []
+        for j in range(rng.randint(4, 8)):
+            prof = get_profile(rng.choice(ids))
+            gpus = rng.choice([1, 2, 4, 8])
+            listed.append({"name": f"offer_{j}", "gpus": gpus, "memory_gb_per_gpu": prof.memory_gb,
+                           "tflops_per_gpu": prof.peak("bf16"), "price_per_hour": round(gpus * rng.uniform(0.5, 8), 2)})
+        job = {"flops": 6 * 10 ** rng.uniform(9, 10.5) * 10 ** rng.uniform(10, 11), "mfu": round(rng.uniform(0.25, 0.5), 2),
+               "memory_gb": rng.choice([16.0, 60.0, 150.0, 300.0]), "deadline_hours": rng.choice([2.0, 24.0, 168.0])}
+        if i == 0:  # a cheap 8-GPU offer with a later copy: the tie must go to the first
+            b200 = get_profile("b200")
+            listed[0] = {"name": "offer_0", "gpus": 8, "memory_gb_per_gpu": b200.memory_gb,
+                         "tflops_per_gpu": b200.peak("bf16"), "price_per_hour": 0.5}
+            listed.append(dict(listed[0], name="offer_copy"))
+            job["deadline_hours"] = 1e6
+        if i == 3:
+            job["deadline_hours"] = 1e-3  # nothing can finish
+        cases.append({"offers": listed, "job": job})
+    return cases
+
+
+def _serve_hidden(rng) -> list:
+    ids = _bf16_profiles()
+    cases = []
+    while len(cases) < 4:
+        layers = rng.choice([24, 32, 40, 60, 80, 126])
+        model = {"params": 10 ** rng.uniform(9, 11.7), "weight_bytes": rng.choice([0.5, 1, 2]), "layers": layers,
+                 "kv_heads": rng.choice([1, 4, 8, 16]), "head_dim": rng.choice([64, 128]), "kv_bytes": rng.choice([1, 2])}
+        case = {"model": model, "context": rng.choice([2048, 8192, 32768, 131072]), "batch": rng.choice([1, 8, 32, 128]),
+                "gpu": gpu_case(rng.choice(ids), rng.choice([0.85, 0.9]))}
+        total = llm.weight_bytes(model) + llm.kv_cache_bytes(model, case["batch"], case["context"])
+        ratio = total / (case["gpu"]["memory_gb"] * 1e9 * case["gpu"]["usable_fraction"])
+        if abs(ratio - round(ratio)) > 1e-6:  # keep away from exact multiples, where rounding decides
+            cases.append(case)
+    return cases
+
+
+def _smi_hidden(rng) -> list:
+    variants = [dict(units=False, na=True), dict(event_name=True, shuffle=True), dict(na=True, shuffle=True, units=True)]
+    return [{"name": f"hidden_{i}.csv",
+             "text": make_smi_log(rng, rows=rng.randint(50, 140), max_clock=rng.choice([1980, 1755, 2520]), **v)}
+            for i, v in enumerate(variants)]
+
+
+def _inventory_hidden(rng) -> list:
+    def pick(k):
+        return [rng.randrange(len(GPU_CATALOGUE)) for _ in range(k)]
+    some = pick(rng.randint(1, 4))
+    return [{"nvml": None, "fail": None, "torch": pick(2)},
+            {"nvml": some, "fail": "count", "torch": some},
+            {"nvml": some, "fail": "memory", "torch": some},
+            {"nvml": pick(3), "fail": None, "torch": [], "bytes_names": True},
+            {"nvml": [], "fail": "driver", "torch": []},
+            {"nvml": None, "fail": None, "torch": None},
+            {"nvml": [], "fail": None, "torch": []}]
+
+
+def _mfu_hidden(rng) -> list:
+    width = rng.choice([384, 640, 768])
+    return [{"dims": [width, 2 * width, 2 * width, width], "batch": rng.choice([128, 192])}]
+
+
+HIDDEN = {
+    "cost": _cost_hidden,
+    "claim": _claim_hidden,
+    "cheapest": _cheapest_hidden,
+    "serve": _serve_hidden,
+    "smi_log": _smi_hidden,
+    "inventory": _inventory_hidden,
+    "mfu": _mfu_hidden,
+}

@@ -3,7 +3,7 @@ import json
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SOURCE = ROOT / "solutions" / "06_choosing_hardware" / "exercise.ipynb"
 STUDENT = ROOT / "exercises" / "06_choosing_hardware" / "exercise.ipynb"
 LESSONS = [ROOT / "lessons" / "06_choosing_hardware" / f"lesson.{lang}.ipynb" for lang in ("ko", "en")]
@@ -19,7 +19,7 @@ def text(cell):
 
 
 def test_sample_log_ships_with_the_exercise():
-    data = (ROOT / "autograder" / "data" / "m06_nvidia_smi_log.csv").read_bytes()
+    data = (ROOT / "autograder" / "modules" / "m06_choosing_hardware" / "data" / "nvidia_smi_log.csv").read_bytes()
     assert (SOURCE.parent / "nvidia_smi_log.csv").read_bytes() == data
     assert (STUDENT.parent / "nvidia_smi_log.csv").read_bytes() == data
     assert data.decode().splitlines()[0] == ("timestamp, utilization.gpu [%], memory.used [MiB], temperature.gpu, "
@@ -56,4 +56,4 @@ def test_exercise_links_point_to_lesson_anchors():
 def test_lessons_use_only_sourced_prices():
     for lesson in LESSONS:
         code = "\n".join(text(c) for c in cells(lesson) if c["cell_type"] == "code")
-        assert "m06_prices.offers()" in code and not re.search(r"price\w*\s*=\s*\d", code)
+        assert "prices.offers()" in code and not re.search(r"price\w*\s*=\s*\d", code)

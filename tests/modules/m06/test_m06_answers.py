@@ -1,12 +1,16 @@
-"""Module 06 reference answers, price table and results store, checked against independent facts."""
+"""Module 06 reference answers, expected answers and hidden cases, price table and results store, checked
+against independent facts."""
+import json
 import math
 import random
 
 import pytest
 
-from autograder import m06_prices, profiles, results
-from autograder.answers import m06 as A
-from autograder.checks.m06 import fake_pynvml, fake_torch_cuda, make_smi_log, SAMPLE_LOG
+import course_answers.m06_choosing_hardware as A
+from autograder import llm, modules, profiles, results
+from autograder.fakes.nvml import fake_pynvml, fake_torch_cuda
+from autograder.modules.m06_choosing_hardware import prices as m06_prices
+from autograder.modules.m06_choosing_hardware.lesson import SAMPLE_LOG, make_smi_log
 
 
 # ---------------------------------------------------------------- training cost and claims
@@ -77,7 +81,7 @@ def test_cheapest_offer_on_the_price_table():
 # ---------------------------------------------------------------- serving
 def test_kv_cache_of_a_gqa_70b_model():
     model = {"params": 70.6e9, "weight_bytes": 2, "layers": 80, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2}
-    assert A.kv_cache_bytes(model, 1, 1) == 327_680                   # 2 x 80 x 8 x 128 x 2 bytes per token
+    assert llm.kv_cache_bytes(model, 1, 1) == 327_680                   # 2 x 80 x 8 x 128 x 2 bytes per token
     r = A.gpus_to_serve(model, 8192, 16, {"memory_gb": 80, "bandwidth_gbs": 3350, "usable_fraction": 0.9})
     assert r["weights_gb"] == pytest.approx(141.2) and r["kv_cache_gb"] == pytest.approx(42.94967296)
     assert r["gpus"] == 3                                             # 184.1 GB over 72 GB usable each
@@ -210,3 +214,37 @@ def test_machine_key_comes_from_reference(monkeypatch):
     monkeypatch.setattr(reference, "machine_key", lambda name: {"device": name, "x": 1})
     mid, key = results.machine()
     assert key == {"device": "cpu", "x": 1} and mid == reference._digest(key)
+
+
+# ---------------------------------------------------------------- expected answers and hidden cases
+def test_every_task_has_expected_answers_and_hidden_cases():
+    assert set(A.EXPECT) == set(A.HIDDEN) == set(modules.tasks("m06"))
+
+
+@pytest.mark.parametrize("name", sorted(A.EXPECT))
+def test_expected_answers_are_json_and_depend_only_on_the_case(name):
+    task = modules.tasks("m06")[name]
+    cases = json.loads(json.dumps(list(task.visible()) + A.HIDDEN[name](random.Random(5))))
+    for case in cases:
+        want = A.EXPECT[name](case)
+        assert json.loads(json.dumps(want)) == want and A.EXPECT[name](json.loads(json.dumps(case))) == want
+
+
+def test_hidden_cases_are_drawn_from_the_seed():
+    for name, draw in A.HIDDEN.items():
+        assert draw(random.Random(3)) == draw(random.Random(3)), name
+
+
+def test_visible_cases_name_no_machine():
+    """expected.json is looked up by case: a case naming this machine's device would miss on another machine."""
+    assert modules.tasks("m06")["mfu"].visible() == [{"dims": [512, 1024, 512], "batch": 256}]
+
+
+def test_the_invalid_cost_case_expects_the_error():
+    [bad] = [c for c in A.HIDDEN["cost"](random.Random(1)) if c.get("expect_error")]
+    assert A.EXPECT["cost"](bad) == {"raised": "ValueError"}
+
+
+def test_the_real_inventory_case_has_no_expected_rows():
+    assert A.EXPECT["inventory"]({"real": True}) is None
+    assert A.EXPECT["inventory"]({"nvml": [2], "fail": "library", "torch": [2]})[0]["source"] == "torch"

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from autograder import m06_report, reference, results
+from autograder import reference, results
+from autograder.modules.m06_choosing_hardware import report as m06_report
 from autograder.profiles import Profile
 
 
