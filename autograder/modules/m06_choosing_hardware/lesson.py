@@ -94,11 +94,10 @@ def read_smi_log(path: str | Path) -> dict:
     import csv
 
     import numpy as np
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle, skipinitialspace=True)
-        header = [h.split("[")[0].strip() for h in next(reader)]
-        log = [dict(zip(header, row)) for row in reader if row]
-    reason = next(c for c in ("clocks_throttle_reasons.active", "clocks_event_reasons.active") if c in header)
+    with open(path, newline="", encoding="utf-8") as f:
+        log = [{key.split("[")[0].strip(): value for key, value in row.items()}  # "clocks.sm [MHz]" -> "clocks.sm"
+               for row in csv.DictReader(f, skipinitialspace=True)]
+    reason = next(c for c in ("clocks_throttle_reasons.active", "clocks_event_reasons.active") if c in log[0])
     columns = {name: np.array([float(r[name].split()[0]) for r in log])
                for name in ("utilization.gpu", "clocks.sm", "temperature.gpu", "power.draw")}
     columns["reasons"] = np.array([int(r[reason], 16) for r in log])

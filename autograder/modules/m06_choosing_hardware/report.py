@@ -3,7 +3,7 @@
 :func:`gather` collects the results the lessons recorded (:mod:`autograder.results`) and
 fills the gaps by measuring now: matmul per dtype and copy/triad bandwidth from the
 machine's reference measurement (:func:`autograder.reference.measured_profile`, cached),
-and a quick gloo all-reduce (:func:`allreduce_busbw`) sized by a time budget.
+and a quick gloo all-reduce (:func:`autograder.ranks.allreduce_busbw`) sized by a time budget.
 :func:`figure` draws a roofline with the learner's points against other profiles and
 the bandwidths; :func:`save_html` writes a one-page bilingual HTML file with the figure
 embedded as a base64 PNG.
@@ -20,12 +20,10 @@ import base64
 import datetime as _dt
 import html
 import io
-import json
 import os
-import tempfile
-import time
 
 from ...i18n import Message, msg
+from ...ranks import allreduce_busbw
 
 COMPARE = ("h100_sxm", "a100_sxm_80gb", "rtx_4090", "mi300x", "tpu_v5e")
 MATMUL_DTYPES = ("fp32", "bf16", "fp16")
@@ -39,87 +37,6 @@ LABELS = {
 
 
 # ---------------------------------------------------------------- all-reduce
-def _allreduce_worker(rank: int, world: int, init_file: str, budget_s: float, out_path: str) -> None:
-    """One rank: all_reduce growing float32 tensors within the budget; rank 0 writes busbw per size."""
-    import torch
-    import torch.distributed as dist
-    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
-    try:
-        torch.set_num_threads(1)
-        deadline = time.perf_counter() + budget_s
-        rows = []
-        for nbytes in (2**18, 2**20, 2**22, 2**24):
-            x = torch.ones(nbytes // 4)
-            dist.all_reduce(x)  # warm-up (connections, buffers)
-            dist.barrier()
-            began = time.perf_counter()
-            dist.all_reduce(x)
-            probe = torch.tensor([time.perf_counter() - began])
-            dist.broadcast(probe, 0)
-            left = deadline - time.perf_counter()
-            go = torch.tensor([1 if left > 3 * float(probe) else 0])
-            dist.broadcast(go, 0)  # every rank takes rank 0's decisions, or the collectives would not match
-            if not int(go):
-                break
-            reps = torch.tensor([int(min(50, max(3, 0.4 * left / max(float(probe), 1e-6))))])
-            dist.broadcast(reps, 0)
-            dist.barrier()
-            began = time.perf_counter()
-            for _ in range(int(reps)):
-                dist.all_reduce(x)
-            dist.barrier()
-            seconds = (time.perf_counter() - began) / int(reps)
-            rows.append({"nbytes": nbytes, "seconds": seconds,
-                         "busbw_gbs": nbytes / seconds * 2 * (world - 1) / world / 1e9})
-        if rank == 0:
-            with open(out_path, "w", encoding="utf-8") as handle:
-                json.dump(rows, handle)
-    finally:
-        dist.destroy_process_group()
-
-
-def allreduce_busbw(world_size: int = 2, budget_s: float = 4.0, timeout_s: float = 120.0) -> dict | None:
-    """All-reduce bus bandwidth (GB/s, nccl-tests convention: algbw x 2(n-1)/n) with gloo on CPU ranks.
-
-    Starts ``world_size`` fresh Python processes (so it works from a notebook, a script or
-    a test on every OS; their output is discarded); message sizes grow from 256 KiB while
-    the budget lasts (process start-up comes on top). Returns ``{"busbw_gbs", "nbytes",
-    "rows", "world_size"}`` (best size), or None with a bilingual note printed if it cannot run.
-    """
-    import subprocess
-    import sys
-
-    from ...progress import progress
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    try:
-        with tempfile.TemporaryDirectory() as tmp, progress(total=1, desc=msg("m06.allreduce_progress").text()) as bar:
-            out, init = os.path.join(tmp, "rows.json"), os.path.join(tmp, "init")
-            code = "import sys; from autograder.modules.m06_choosing_hardware.report import _allreduce_worker as w; " \
-                   "w(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), sys.argv[5])"
-            ranks = [subprocess.Popen([sys.executable, "-c", code, str(r), str(world_size), init, str(budget_s), out],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                     for r in range(world_size)]
-            try:
-                codes = [p.wait(timeout=timeout_s) for p in ranks]
-            finally:
-                for p in ranks:
-                    if p.poll() is None:
-                        p.kill()
-            if any(codes):
-                raise RuntimeError(f"a rank exited with code {max(codes, key=abs)}")
-            bar.update(1)
-            with open(out, encoding="utf-8") as handle:
-                rows = json.load(handle)
-    except Exception as exc:  # no gloo, no subprocesses (restricted sandbox), a rank died: leave it out
-        print(msg("m06.allreduce_failed", error=f"{type(exc).__name__}: {exc}").text())
-        return None
-    if not rows:
-        return None
-    best = max(rows, key=lambda r: r["busbw_gbs"])
-    return {"busbw_gbs": best["busbw_gbs"], "nbytes": best["nbytes"], "rows": rows, "world_size": world_size}
-
-
 # ---------------------------------------------------------------- gathering
 def _matmul_intensity(size: int | None, dtype: str) -> float | None:
     """FLOP per byte of an n x n matmul reading A, B and writing C once: 2n^3 / (3 n^2 bytes)."""
@@ -177,7 +94,7 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
         items.append({"what": "allreduce", "value": rec["value"], "unit": "GB/s", "source": rec["module"],
                       "ranks": rec.get("meta", {}).get("world_size", "?"), "peak": None, "pct": None})
     elif allreduce:
-        found = allreduce_busbw(budget_s=allreduce_budget_s)
+        found = allreduce_busbw(budget_s=allreduce_budget_s)  # autograder.ranks: the course's one measurement
         if found is not None:
             results.record("m06", "allreduce_busbw_gbs", found["busbw_gbs"], "GB/s", backend="gloo",
                            world_size=found["world_size"], nbytes=found["nbytes"])
