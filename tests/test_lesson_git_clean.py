@@ -1,4 +1,5 @@
-"""A lesson opened and run leaves ``git status`` clean: git sees lessons through the course's clean filter."""
+"""A lesson opened and run changes nothing git compares: git sees lessons through the course's clean filter, so
+``git diff`` shows only the learner's own edits and a course update merges without conflicts from outputs."""
 import json
 import shutil
 import subprocess
@@ -50,8 +51,21 @@ def test_a_run_lesson_leaves_git_status_clean(tmp_path, monkeypatch):
         cell.metadata["execution"] = {"iopub.execute_input": "2026-11-23T10:00:00Z"}
     nbformat.write(nb, lesson)
     assert any(c.get("outputs") for c in nbformat.read(lesson, as_version=4).cells)
-    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "diff", "--name-only") == ""  # outputs and run metadata are not changes
 
+    upstream = tmp_path / "upstream"  # the course changes the lesson meanwhile
+    subprocess.run(["git", "clone", "-q", str(root), str(upstream)], check=True)
+    git(upstream, "config", "--local", bootstrap.NOTEBOOK_FILTER, git(root, "config", "--get", bootstrap.NOTEBOOK_FILTER).strip())
+    update = json.loads((upstream / lesson.relative_to(root)).read_text(encoding="utf-8"))
+    update["cells"][0]["source"].append("\nA new sentence from the course.")
+    (upstream / lesson.relative_to(root)).write_text(notebook_clean.dumps(update), encoding="utf-8")
+    git(upstream, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "course update")
+    git(root, "add", "-u")  # what nbgitpuller's commit does first: the filter stores nothing new
+    assert git(root, "status", "--porcelain") == ""
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "pull", "-q", str(upstream), "HEAD")
+    assert "A new sentence from the course." in lesson.read_text(encoding="utf-8")
+
+    nb = nbformat.read(lesson, as_version=4)
     nb.cells[1].source += "\nprint('my note')"  # a learner's own edit is still a change
     nbformat.write(nb, lesson)
-    assert git(root, "status", "--porcelain").strip() == "M lessons/00_start_here/lesson.en.ipynb"
+    assert git(root, "diff", "--name-only").strip() == "lessons/00_start_here/lesson.en.ipynb"
