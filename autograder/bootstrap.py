@@ -209,20 +209,6 @@ def ensure_venv() -> None:
     if not (MARKER.exists() and MARKER.read_text().strip() == fingerprint()):
         install()
     check_install()
-    keep_lessons_clean()
-
-
-NOTEBOOK_FILTER = "filter.course-notebook.clean"
-
-
-def keep_lessons_clean() -> None:
-    """Git sees lessons through ``autograder.notebook_clean`` (``.gitattributes``): running one changes nothing
-    git tracks, so ``git status`` stays clean and ``git pull`` works. Only in a git clone, only its own config."""
-    if not (ROOT / ".git").exists() or shutil.which("git") is None:
-        return
-    wanted = f"{command_line(PYTHON)} -m autograder.notebook_clean"
-    if probe("git", "config", "--local", "--get", NOTEBOOK_FILTER) != wanted:
-        run("git", "config", "--local", NOTEBOOK_FILTER, wanted, check=False)
 
 
 def install() -> None:

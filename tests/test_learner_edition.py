@@ -106,7 +106,7 @@ def edition_lines(root: Path) -> dict[str, str]:
 
 def test_the_edition_holds_the_learners_part_only(edition):
     assert sorted(p.name for p in edition.iterdir()) == sorted(
-        [".gitattributes", ".gitignore", "LICENSE", "README.md", "autograder", "environment.yml", "exercises", "lessons",
+        [".gitignore", "LICENSE", "README.md", "autograder", "environment.yml", "exercises", "lessons",
          "nbgrader_config.py", "pyproject.toml"])
     assert not list(edition.rglob("course_answers")) and not list(edition.rglob("solutions"))
     assert not list(edition.rglob("__pycache__")) and not list(edition.rglob("answers"))

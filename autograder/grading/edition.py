@@ -15,7 +15,7 @@ from ..i18n import msg
 from .course import REPO, GradingError
 
 FOLDERS = ("lessons", "exercises", "autograder")
-FILES = ("environment.yml", "LICENSE", "nbgrader_config.py", ".gitignore", ".gitattributes")
+FILES = ("environment.yml", "LICENSE", "nbgrader_config.py", ".gitignore")
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", "report_card.html")
 README = Path(__file__).resolve().parent.parent / "data" / "edition" / "README.md"
 ANSWERS_LINE = 'include = ["autograder*", "course_answers*"]'

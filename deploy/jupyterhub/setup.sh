@@ -34,9 +34,6 @@ if [ ! -d "$PREFIX" ]; then git clone -q "$SRC" "$PREFIX"; fi
 (cd "$PREFIX" && /usr/bin/python3 -m autograder setup)
 "$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub]" -c "$PREFIX/.venv/course-constraints.txt"
 chmod -R a+rX "$PREFIX"
-# Every user's clone sees lessons through the course's clean filter (.gitattributes): running a lesson changes
-# nothing git tracks, so nbgitpuller and git pull never meet "local changes" in a lesson.
-git config --system filter.course-notebook.clean "$PREFIX/.venv/bin/python -m autograder.notebook_clean"
 # Accounts clone the course from $PREFIX (root's): git must trust it.
 for dir in "$PREFIX" "$PREFIX/.git"; do
   git config --system --get-all safe.directory | grep -qx "$dir" || git config --system --add safe.directory "$dir"
