@@ -3,7 +3,7 @@ the reference solution gets full marks and the unmodified student version gets 0
 
 Regenerate a stale student version with ``python -m autograder instructor generate NN_topic``.
 Both gradings run as the instructor's pipeline does (sandbox, records re-scored outside the
-kernel), so a check module that imports ``autograder.answers`` at import time fails here.
+kernel), so a task that needs ``course_answers`` in the learner's kernel fails here.
 """
 import json
 from pathlib import Path
