@@ -6,12 +6,14 @@ from typing import Any, Callable
 
 from autograder import hardware, profiles
 from autograder.fakes.devices import GPU_CATALOGUE, fake_mlx, fake_torch
+from autograder.modules.m01_devices.lesson import RECIPES
 from autograder.modules.m01_devices.tasks import case_torch, speedup_widths
 
 TORCH_PRIORITY = ("cuda", "mps", "xpu")
 TORCH_NAMES = TORCH_PRIORITY + ("cpu",)
 MLX_NAMES = ("gpu", "cpu")
-ADAM_MIXED_BYTES_PER_PARAM = 16  # bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + v 4 (ZeRO, Sec. 3.1)
+# 16: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + v 4 (ZeRO, Sec. 3.1), the lesson's recipe
+ADAM_MIXED_BYTES_PER_PARAM = sum(RECIPES["adam_mixed"])
 
 
 def _available(torch_module, name: str) -> bool:
