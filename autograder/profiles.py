@@ -35,7 +35,7 @@ _ALIASES = {
 DEFAULT_FIELDS = (
     "id", "label", "vendor", "arch", "year",
     "peak.fp32", "peak.tf32", "peak.bf16", "peak.fp8",
-    "memory_gb", "bandwidth_gbs", "tdp_w",
+    "memory_gib", "bandwidth_gbs", "tdp_w",
 )
 
 
@@ -59,7 +59,7 @@ class Profile:
     peak_tflops: dict[str, float] = field(default_factory=dict)
     sparse_tflops: dict[str, float] = field(default_factory=dict)
     bandwidth_gbs: float | None = None
-    memory_gb: float | None = None
+    memory_gib: float | None = None  # capacity in GiB (2^30 bytes): a vendor's "80 GB" H100 holds 80 GiB
     measured: bool = False
     sources: tuple[str, ...] = ()
     spec: dict = field(default_factory=dict)
@@ -82,6 +82,11 @@ class Profile:
         return node
 
     @property
+    def memory_bytes(self) -> int | None:
+        """Memory capacity in bytes (None if unknown)."""
+        return None if self.memory_gib is None else int(self.memory_gib * 2**30)
+
+    @property
     def label(self) -> str:
         """Short display name ("H100 SXM")."""
         return self.spec.get("label") or self.name
@@ -98,7 +103,7 @@ def _profile(pid: str, entry: dict) -> Profile:
     if entry["kind"] not in KINDS:
         raise ValueError(f"profiles.yaml: {pid} has kind {entry['kind']!r}, not one of {KINDS}")
     memory = entry["memory"] or {}
-    size = memory.get("size_gb", memory.get("max_gb"))
+    size = memory.get("size_gib", memory.get("max_gib"))
     bandwidth = memory.get("bandwidth_gbs")
     return Profile(
         id=pid,
@@ -108,7 +113,7 @@ def _profile(pid: str, entry: dict) -> Profile:
         peak_tflops=_clean(entry.get("peak_tflops")),
         sparse_tflops=_clean(entry.get("sparse_tflops")),
         bandwidth_gbs=None if bandwidth is None else float(bandwidth),
-        memory_gb=None if size is None else float(size),
+        memory_gib=None if size is None else float(size),
         sources=tuple(entry["sources"]),
         spec=entry,
     )
@@ -172,7 +177,7 @@ def _value(profile: Profile, name: str) -> Any:
         return profile.peak(name[5:])
     if name.startswith("sparse."):
         return profile.peak(name[7:], sparse=True)
-    if name in ("id", "name", "kind", "vendor", "label", "measured", "bandwidth_gbs", "memory_gb"):
+    if name in ("id", "name", "kind", "vendor", "label", "measured", "bandwidth_gbs", "memory_gib"):
         return getattr(profile, name)
     return profile.get(name)
 

@@ -491,7 +491,7 @@ def _profile(record: dict):
         kind=kind, vendor=vendor,
         peak_tflops={dt: m["tflops"] for dt, m in record["matmul"].items()},
         bandwidth_gbs=record["bandwidth"]["copy"]["gbs"],
-        memory_gb=memory / 1e9 if memory else None,
+        memory_gib=memory / 2**30 if memory else None,
         measured=True,
         sources=(f"autograder.reference.measured_profile, {record['date']}",),
         spec={"date": record["date"], "triad_gbs": record["bandwidth"]["triad"]["gbs"],

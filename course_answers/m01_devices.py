@@ -197,12 +197,12 @@ def _inventory_hidden(rng) -> list:
 
 
 def _memory_hidden(rng) -> list:
-    pool = [p for p in profiles.all_of() if p.memory_gb]
+    pool = [p for p in profiles.all_of() if p.memory_gib]
     cases = []
     for _ in range(5):
         chosen = rng.sample(pool, rng.randint(2, 6))
         cases.append({"n_params": float(rng.randint(1, 400) * 1e8), "activation_gb": round(rng.uniform(0, 12), 2),
-                      "devices": {p.id: p.memory_gb for p in chosen}})
+                      "devices": {p.id: p.memory_bytes / 1e9 for p in chosen}})
     cases.append({"n_params": float(rng.randint(2, 9) * 1e9), "activation_gb": 0.0,
                   "devices": {f"gpu_{i}": float(rng.randint(4, 48) * 4) for i in range(rng.randint(2, 5))}})
     cases.append({"n_params": 2e9, "activation_gb": 0.5, "devices": {"tiny_a": 8.0, "tiny_b": 16.0}})

@@ -46,20 +46,20 @@ def memory_breakdown(n_params: float, optimizer: str, precision: str, zero_stage
 
 
 # ---------------------------------------------------------------- task 2: GPUs needed
-def gpus_for(n_params: int, memory_gb: float, bytes_per_param: int, usable: float) -> int:
-    """Smallest N with n_params * bytes_per_param / N <= usable * memory (exact arithmetic)."""
+def gpus_for(n_params: int, memory_gib: float, bytes_per_param: int, usable: float) -> int:
+    """Smallest N with n_params * bytes_per_param / N <= usable * memory (exact arithmetic; 1 GiB = 2^30 bytes)."""
     need = Fraction(int(n_params)) * bytes_per_param
-    per_gpu = Fraction(str(usable)) * Fraction(str(memory_gb)) * 10**9
+    per_gpu = Fraction(str(usable)) * Fraction(str(memory_gib)) * 2**30
     return max(1, math.ceil(need / per_gpu))
 
 
 def gpus_needed(n_params: int, profile_id: str) -> dict:
     """GPUs of profile ``profile_id`` needed to train (16 B/param, sharded) and to serve (2 B/param)."""
     plan = data()["planning"]
-    memory_gb = profiles.get(profile_id).memory_gb
+    memory_gib = profiles.get(profile_id).memory_gib
     return {
-        "train": gpus_for(n_params, memory_gb, plan["train_bytes_per_param"], plan["usable_fraction"]),
-        "infer": gpus_for(n_params, memory_gb, plan["infer_bytes_per_param"], plan["usable_fraction"]),
+        "train": gpus_for(n_params, memory_gib, plan["train_bytes_per_param"], plan["usable_fraction"]),
+        "infer": gpus_for(n_params, memory_gib, plan["infer_bytes_per_param"], plan["usable_fraction"]),
     }
 
 
@@ -234,12 +234,12 @@ def _breakdown_hidden(rng) -> list:
 
 def _gpus_hidden(rng) -> list:
     plan = data()["planning"]
-    ids = sorted(p.id for kind in ("gpu", "tpu") for p in profiles.all_of(kind) if p.memory_gb)
+    ids = sorted(p.id for kind in ("gpu", "tpu") for p in profiles.all_of(kind) if p.memory_gib)
     cases = []
     while len(cases) < 10:
         pid = rng.choice(ids)
         params = int(10 ** rng.uniform(8, 12.3))
-        per_gpu = Fraction(str(plan["usable_fraction"])) * Fraction(str(profiles.get(pid).memory_gb)) * 10**9
+        per_gpu = Fraction(str(plan["usable_fraction"])) * Fraction(str(profiles.get(pid).memory_gib)) * 2**30
         ratios = [Fraction(params * b) / per_gpu for b in (plan["train_bytes_per_param"], plan["infer_bytes_per_param"])]
         if all(abs(r - round(r)) > Fraction(1, 10**6) for r in ratios):  # keep clear of exact boundaries
             cases.append({"params": params, "profile": pid})

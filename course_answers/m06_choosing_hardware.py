@@ -249,7 +249,7 @@ EXPECT = {
 
 # ---------------------------------------------------------------- hidden cases
 def _bf16_profiles() -> list[str]:
-    return [p.id for p in all_of() if p.peak("bf16") and p.memory_gb and p.bandwidth_gbs]
+    return [p.id for p in all_of() if p.peak("bf16") and p.memory_gib and p.bandwidth_gbs]
 
 
 def _cost_hidden(rng) -> list:
@@ -286,13 +286,13 @@ def _cheapest_hidden(rng) -> list:
         for j in range(rng.randint(4, 8)):
             prof = get_profile(rng.choice(ids))
             gpus = rng.choice([1, 2, 4, 8])
-            listed.append({"name": f"offer_{j}", "gpus": gpus, "memory_gb_per_gpu": prof.memory_gb,
+            listed.append({"name": f"offer_{j}", "gpus": gpus, "memory_gb_per_gpu": prof.memory_bytes / 1e9,
                            "tflops_per_gpu": prof.peak("bf16"), "price_per_hour": round(gpus * rng.uniform(0.5, 8), 2)})
         job = {"flops": 6 * 10 ** rng.uniform(9, 10.5) * 10 ** rng.uniform(10, 11), "mfu": round(rng.uniform(0.25, 0.5), 2),
                "memory_gb": rng.choice([16.0, 60.0, 150.0, 300.0]), "deadline_hours": rng.choice([2.0, 24.0, 168.0])}
         if i == 0:  # a cheap 8-GPU offer with a later copy: the tie must go to the first
             b200 = get_profile("b200")
-            listed[0] = {"name": "offer_0", "gpus": 8, "memory_gb_per_gpu": b200.memory_gb,
+            listed[0] = {"name": "offer_0", "gpus": 8, "memory_gb_per_gpu": b200.memory_bytes / 1e9,
                          "tflops_per_gpu": b200.peak("bf16"), "price_per_hour": 0.5}
             listed.append(dict(listed[0], name="offer_copy"))
             job["deadline_hours"] = 1e6

@@ -33,7 +33,7 @@ def test_required_fields_and_sources(p):
     assert p.sources and all(re.match(r"https?://\S+$", url) for url in p.sources)
     assert p.spec["match"] and all(isinstance(m, str) for m in p.spec["match"])
     assert p.label and p.name
-    assert p.bandwidth_gbs is not None and p.memory_gb is not None
+    assert p.bandwidth_gbs is not None and p.memory_gib is not None
 
 
 @pytest.mark.parametrize("p", ALL, ids=IDS)
@@ -55,7 +55,7 @@ def test_peaks_positive_known_dtypes_and_dense_not_above_sparse(p):
 def test_units(p):
     if p.kind == "gpu":
         assert 50 <= p.bandwidth_gbs <= 20000
-        assert 4 <= p.memory_gb <= 300
+        assert 4 <= p.memory_gib <= 300
     else:
         assert 50 <= p.bandwidth_gbs <= 5000
     base, boost = p.spec.get("base_clock_mhz"), p.spec.get("boost_clock_mhz")
@@ -98,7 +98,7 @@ def test_known_figures_and_traps():
     assert profiles.get("h100_pcie").get("sms") == 114
     assert profiles.get("h100_pcie").peak("bf16") == 756
     h200 = profiles.get("h200_sxm")
-    assert h200.peak_tflops == h100.peak_tflops and h200.memory_gb == 141 and h200.bandwidth_gbs == 4800
+    assert h200.peak_tflops == h100.peak_tflops and h200.memory_gib == 141 and h200.bandwidth_gbs == 4800
     rtx = profiles.get("rtx_4090")
     assert rtx.peak("bf16") == 165.2 and rtx.get("fp16_fp16acc_tflops") == 330.3
     assert profiles.get("a100_sxm_80gb").peak("torch.bfloat16") == 312
@@ -176,10 +176,10 @@ def test_all_of_and_table():
     assert len(profiles.all_of("tpu")) == 3
     with pytest.raises(ValueError):
         profiles.all_of("fpga")
-    rows = profiles.table(["h100_sxm", "m3_max"], fields=("label", "peak.bf16", "sparse.bf16", "memory.type", "memory_gb"))
+    rows = profiles.table(["h100_sxm", "m3_max"], fields=("label", "peak.bf16", "sparse.bf16", "memory.type", "memory_gib"))
     assert rows == [
-        {"label": "H100 SXM", "peak.bf16": 989.4, "sparse.bf16": 1978.9, "memory.type": "HBM3", "memory_gb": 80.0},
-        {"label": "M3 Max", "peak.bf16": None, "sparse.bf16": None, "memory.type": "LPDDR5", "memory_gb": 128.0},
+        {"label": "H100 SXM", "peak.bf16": 989.4, "sparse.bf16": 1978.9, "memory.type": "HBM3", "memory_gib": 80.0},
+        {"label": "M3 Max", "peak.bf16": None, "sparse.bf16": None, "memory.type": "LPDDR5", "memory_gib": 128.0},
     ]
     assert len(profiles.table()) == len(ALL)
     with pytest.raises(KeyError):
@@ -188,7 +188,7 @@ def test_all_of_and_table():
 
 def test_measured_profile_constructor_with_defaults():
     p = Profile(id="measured_cpu", name="AMD EPYC (measured)", kind="cpu", vendor="AMD",
-                peak_tflops={"fp32": 0.15}, bandwidth_gbs=25.0, memory_gb=8.0, measured=True,
+                peak_tflops={"fp32": 0.15}, bandwidth_gbs=25.0, memory_gib=8.0, measured=True,
                 sources=("measured on this machine",))
     assert p.peak("fp32") == 0.15 and p.peak("bf16") is None and p.peak("fp32", sparse=True) is None
     assert p.label == "AMD EPYC (measured)" and p.get("sms") is None

@@ -161,8 +161,8 @@ def plot_training_memory(n_params_list, recipe: str = "adam_mixed", activation_g
         bottom += values
     for pid in FIT_GPUS:
         p = profiles.get(pid)
-        ax.axhline(p.memory_gb, color="black", lw=0.7, ls="--")
-        ax.text(len(labels) - 0.5, p.memory_gb, f" {p.label} ({p.memory_gb:g} GB)", va="bottom", ha="right", fontsize=8)
+        ax.axhline(p.memory_bytes / 1e9, color="black", lw=0.7, ls="--")
+        ax.text(len(labels) - 0.5, p.memory_bytes / 1e9, f" {p.label} ({p.memory_gib:g} GiB)", va="bottom", ha="right", fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("GB")
     ax.set_xlabel(_t("파라미터 수", "parameters"))
@@ -190,7 +190,7 @@ def memory_fit_explorer():
         fig, ax = plt.subplots(figsize=(7.5, 3.6))
         plot_training_memory([n_params], recipe, activation_gb, ax=ax)
         plt.show()
-        fits = [profiles.get(pid).label for pid in FIT_GPUS if profiles.get(pid).memory_gb >= need]
+        fits = [profiles.get(pid).label for pid in FIT_GPUS if profiles.get(pid).memory_bytes / 1e9 >= need]
         print(_t(f"필요: {need:,.1f} GB → 들어가는 장치: {', '.join(fits) or '없음 (여러 GPU에 나눠야 함)'}",
                  f"needed: {need:,.1f} GB → fits on: {', '.join(fits) or 'none (shard over several GPUs)'}"))
 

@@ -368,8 +368,8 @@ def _memory_visible() -> list:
     from ... import profiles
 
     ids = ("rtx_4090", "t4")
-    devices = {i: profiles.get(i).memory_gb for i in ids}
-    big = {i: profiles.get(i).memory_gb for i in ("a100_sxm_80gb", "h200_sxm", "mi300x", "b200")}
+    devices = {i: profiles.get(i).memory_bytes / 1e9 for i in ids}
+    big = {i: profiles.get(i).memory_bytes / 1e9 for i in ("a100_sxm_80gb", "h200_sxm", "mi300x", "b200")}
     return [{"n_params": 1.5e9, "activation_gb": 0.0, "devices": devices},
             {"n_params": 7e9, "activation_gb": 10.0, "devices": big},
             {"n_params": 70e9, "activation_gb": 20.0, "devices": big}]

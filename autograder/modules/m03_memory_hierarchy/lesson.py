@@ -159,8 +159,8 @@ def plot_decode_batches(model: dict, context: int, gpus: list):
     shape = {**model, "kv_bytes": 2}
     for p in gpus:
         kv = np.array([kv_cache_bytes(shape, b, context) for b in batch])
-        fits = model["params"] * 2 + kv <= p.memory_gb * 1e9
-        ax.plot(batch[fits], decode_tokens_per_s(model, batch[fits], context, p), label=f"{p.label} ({p.memory_gb:.0f} GB)")
+        fits = model["params"] * 2 + kv <= p.memory_bytes
+        ax.plot(batch[fits], decode_tokens_per_s(model, batch[fits], context, p), label=f"{p.label} ({p.memory_gib:.0f} GiB)")
     ax.set_xlabel(t("배치 (동시에 디코딩하는 시퀀스 수)", "batch (sequences decoded together)"))
     ax.set_ylabel(t("토큰/s 상한", "tokens/s bound"))
     ax.set_title(f"{model.get('label', '')} bf16, context {context}", fontsize=10)

@@ -407,8 +407,8 @@ def plot_recipes(n_params: float = 7e9, profile_id: str = "h100_sxm"):
         values = [n_params * bytes_per_param(p, o)[part] / GB for p, o in RECIPES]
         ax.bar(labels, values, bottom=bottom, color=color, label=part)
         bottom = [b + v for b, v in zip(bottom, values)]
-    ax.axhline(gpu.memory_gb, color="#c44e52", ls="--")
-    ax.text(len(RECIPES) - 0.5, gpu.memory_gb + 3, f"{gpu.label}: {gpu.memory_gb:g} GB", ha="right", color="#c44e52")
+    ax.axhline(gpu.memory_bytes / GB, color="#c44e52", ls="--")
+    ax.text(len(RECIPES) - 0.5, gpu.memory_bytes / GB + 3, f"{gpu.label}: {gpu.memory_gib:g} GiB", ha="right", color="#c44e52")
     ax.set_ylabel("GB")
     ax.set_title(t("7B 모델의 model state (activation 제외)", "Model states of a 7B model (activations not included)"))
     ax.legend()
@@ -496,13 +496,13 @@ def fit_rows(n_params: float, mode: str, stage: int, gpus: int, act_gb: float) -
     need = (whole + shared / gpus) / GB + act_gb
     rows = []
     for p in profiles.all_of():
-        if not p.memory_gb:
+        if not p.memory_gib:
             continue
-        room = usable * p.memory_gb * GB - whole - act_gb * GB
+        room = usable * p.memory_bytes - whole - act_gb * GB
         fewest = None if room <= 0 else (max(1, math.ceil(shared / room)) if shared else 1)
-        rows.append({t("장치", "device"): p.label, t("메모리 GB", "memory GB"): p.memory_gb,
+        rows.append({t("장치", "device"): p.label, t("메모리 GiB", "memory GiB"): p.memory_gib,
                      t("GPU당 필요 GB", "needed GB per GPU"): round(need, 1),
-                     t(f"{gpus}장에 들어감", f"fits on {gpus}"): "✅" if need <= usable * p.memory_gb else "❌",
+                     t(f"{gpus}장에 들어감", f"fits on {gpus}"): "✅" if need * GB <= usable * p.memory_bytes else "❌",
                      t("최소 GPU 수", "minimum GPUs"): fewest if fewest is not None else "—"})
     return rows
 
@@ -553,8 +553,8 @@ def plot_zero_stages(n_params: float = 7.5e9, profile_ids=("h100_sxm", "rtx_4090
         ax.plot(gpus, [(whole + shared / n) / GB for n in gpus], "o-", label=f"ZeRO stage {stage}")
     for pid in profile_ids:
         p = profiles.get(pid)
-        ax.axhline(usable * p.memory_gb, ls="--", color="gray")
-        ax.text(gpus[-1], usable * p.memory_gb * 1.08, f"{usable:.0%} {p.label}", ha="right", fontsize=8, color="gray")
+        ax.axhline(usable * p.memory_bytes / GB, ls="--", color="gray")
+        ax.text(gpus[-1], usable * p.memory_bytes / GB * 1.08, f"{usable:.0%} {p.label}", ha="right", fontsize=8, color="gray")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(t("GPU 수 N", "GPUs N"))

@@ -150,7 +150,7 @@ def plot_device_trends(gpus: list) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     for p in gpus:
         for ax, value in ((axes[0], p.peak("bf16")), (axes[1], p.bandwidth_gbs)):
-            ax.scatter(p.get("year"), value, s=p.memory_gb * 2, color=_color(p), alpha=0.7)
+            ax.scatter(p.get("year"), value, s=p.memory_gib * 2, color=_color(p), alpha=0.7)
             ax.annotate(p.label, (p.get("year"), value), fontsize=7, xytext=(4, 2), textcoords="offset points")
     for ax, title, unit in ((axes[0], t("bf16 dense 피크", "bf16 dense peak"), "TFLOP/s"),
                             (axes[1], t("메모리 대역폭", "memory bandwidth"), "GB/s")):
@@ -176,7 +176,7 @@ def device_metrics() -> dict:
         t("연도", "year"): lambda p: p.get("year"),
         "bf16 dense TFLOP/s": lambda p: p.peak("bf16"),
         t("대역폭 (GB/s)", "bandwidth (GB/s)"): lambda p: p.bandwidth_gbs,
-        t("메모리 (GB)", "memory (GB)"): lambda p: p.memory_gb,
+        t("메모리 (GiB)", "memory (GiB)"): lambda p: p.memory_gib,
         "TDP (W)": lambda p: p.get("tdp_w"),
         t("TFLOP/s / W", "TFLOP/s per W"): lambda p: p.peak("bf16") / p.get("tdp_w"),
         t("ridge point (FLOP/byte)", "ridge point (FLOP/byte)"): lambda p: p.peak("bf16") * 1e12 / (p.bandwidth_gbs * 1e9),

@@ -43,7 +43,7 @@ def offers(kind: str | None = None) -> list[dict]:
         rows.append({
             "id": oid, **entry, "seen": str(entry["seen"]),
             "price_per_gpu_hour": entry["price_per_hour"] / entry["gpus"],
-            "gpu": prof.label, "memory_gb_per_gpu": prof.memory_gb,
+            "gpu": prof.label, "memory_gb_per_gpu": prof.memory_bytes / 1e9,
             "bf16_tflops": prof.peak("bf16"), "bandwidth_gbs": prof.bandwidth_gbs,
         })
     return rows

@@ -165,7 +165,7 @@ def gpu_case(profile_id: str, usable: float = 0.9) -> dict:
     """The ``gpu`` of a serving case from a profile: name, memory (GB), bandwidth (GB/s), usable share."""
     from ...profiles import get
     prof = get(profile_id)
-    return {"name": prof.label, "memory_gb": prof.memory_gb, "bandwidth_gbs": prof.bandwidth_gbs, "usable_fraction": usable}
+    return {"name": prof.label, "memory_gb": prof.memory_bytes / 1e9, "bandwidth_gbs": prof.bandwidth_gbs, "usable_fraction": usable}
 
 
 def _serve_visible() -> list:

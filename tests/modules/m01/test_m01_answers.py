@@ -95,7 +95,7 @@ def test_adam_mixed_precision_bytes_per_parameter():
 
 def test_finetune_plan_zero_paper_example_and_choice():
     # ZeRO: GPT-2 with 1.5 billion parameters needs at least 24 GB of model states
-    devices = {pid: profiles.get(pid).memory_gb for pid in ("rtx_4090", "t4")}
+    devices = {pid: profiles.get(pid).memory_bytes / 1e9 for pid in ("rtx_4090", "t4")}
     plan = m01.finetune_plan(1.5e9, 0.0, devices)
     assert plan == {"need_gb": 24.0, "device": "rtx_4090"}
     plan = m01.finetune_plan(7e9, 10.0, {"a": 80.0, "b": 141.0, "c": 192.0})

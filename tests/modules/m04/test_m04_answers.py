@@ -76,15 +76,15 @@ def test_breakdown_rejects_bad_input_in_both_languages(bad):
 
 
 def test_gpus_needed_uses_profile_memory():
-    assert A.gpus_needed(7_000_000_000, "h100_sxm") == {"train": 2, "infer": 1}       # 112 GB / 72 GB usable
-    assert A.gpus_needed(70_000_000_000, "a100_sxm_80gb") == {"train": 16, "infer": 2}  # 1120 / 72, 140 / 72
-    assert A.gpus_needed(405_000_000_000, "h200_sxm") == {"train": math.ceil(405e9 * 16 / (0.9 * 141e9)),
-                                                          "infer": math.ceil(405e9 * 2 / (0.9 * 141e9))}
+    assert A.gpus_needed(7_000_000_000, "h100_sxm") == {"train": 2, "infer": 1}       # 112 GB / 77.3 GB usable (0.9 x 80 GiB)
+    assert A.gpus_needed(70_000_000_000, "a100_sxm_80gb") == {"train": 15, "infer": 2}  # 1120 / 77.3, 140 / 77.3
+    assert A.gpus_needed(405_000_000_000, "h200_sxm") == {"train": math.ceil(405e9 * 16 / (0.9 * 141 * 2**30)),
+                                                          "infer": math.ceil(405e9 * 2 / (0.9 * 141 * 2**30))}
 
 
 def test_gpus_for_is_exact_at_the_boundary():
-    assert A.gpus_for(4_500_000_000, 80, 16, 0.9) == 1       # exactly 72 GB
-    assert A.gpus_for(4_500_000_001, 80, 16, 0.9) == 2
+    assert A.gpus_for(4_831_838_208, 80, 16, 0.9) == 1       # exactly 72 GiB
+    assert A.gpus_for(4_831_838_209, 80, 16, 0.9) == 2
     assert A.gpus_for(0, 80, 16, 0.9) == 1
 
 

@@ -79,9 +79,9 @@ def test_gpus_hard_coded_fails_and_gib_mistake_loses_points():
     earned = check("m04.gpus", lambda n, pid: table.get((n, pid), {"train": 1, "infer": 1}), points=2, hidden=True)
     assert earned is not None and earned < 2
 
-    def gib(n, pid):  # 2**30 instead of 10**9 bytes per GB: too few GPUs when close to a boundary
+    def gib(n, pid):  # 10**9 instead of 2**30 bytes per vendor "GB" (the capacity is 80 GiB): too many GPUs near a boundary
         from autograder import profiles
-        mem = profiles.get(pid).memory_gb * 2**30
+        mem = profiles.get(pid).memory_gib * 10**9
         return {"train": max(1, math.ceil(n * 16 / (0.9 * mem))), "infer": max(1, math.ceil(n * 2 / (0.9 * mem)))}
 
     assert check("m04.gpus", gib, points=2) is not None  # 70B on A100 80GB: 15 instead of 16
