@@ -40,11 +40,11 @@ class Band:
     def part(self, value: Any, what: Message, weight: float = 1.0) -> Part:
         """A scored item: ok inside the band; the message says expected, why, found, and a hint."""
         if not _is_number(value):
-            return Part(False, _compose("measure.band", what=what, lo=_num(self.lo), hi=_num(self.hi),
+            return Part(False, msg("measure.band", what=what, lo=_num(self.lo), hi=_num(self.hi),
                                         unit=self.unit, reason=self.reason, found="?")
                         + msg("measure.not_a_number", found=type(value).__name__), weight)
         value = float(value)
-        text = _compose("measure.band", what=what, lo=_num(self.lo), hi=_num(self.hi), unit=self.unit,
+        text = msg("measure.band", what=what, lo=_num(self.lo), hi=_num(self.hi), unit=self.unit,
                         reason=self.reason, found=_num(value))
         if value > self.hi:
             text = text + msg("measure.above")
@@ -210,14 +210,6 @@ def _source(rule: dict) -> str:
     return " ".join(str(rule.get("source") or rule.get("rationale") or "").split())
 
 
-def _compose(key: str, **values) -> Message:
-    """``msg(key)`` with Message values put in language by language."""
-    base = msg(key)
-    ko = {k: (v.ko if isinstance(v, Message) else v) for k, v in values.items()}
-    en = {k: (v.en if isinstance(v, Message) else v) for k, v in values.items()}
-    return Message(base.ko.format(**ko), base.en.format(**en))
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
 
@@ -246,18 +238,18 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     why = referee.unmeasured(answer, claimed_seconds)
     if why:
         key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
-        return False, [Part(False, _compose(key, what=what, why=why), weight)]
+        return False, [Part(False, msg(key, what=what, why=why), weight)]
     error = referee.reference_error(answer)
     if error:
-        return True, [Part(True, _compose("measure.reference_failed", what=what, error=error), 0.0)]
+        return True, [Part(True, msg("measure.reference_failed", what=what, error=error), 0.0)]
     found = referee.median_ratio(answer, mine, theirs)
     if found is None:
-        return True, [Part(False, _compose("measure.band", what=what, lo="?", hi="?", unit=unit, reason="", found="?")
+        return True, [Part(False, msg("measure.band", what=what, lo="?", hi="?", unit=unit, reason="", found="?")
                            + msg("measure.not_a_number", found="-"), weight)]
     ratio, value, ref = found
     rule = rules()["side_by_side"][kind]
     lo, hi = rule["lo"], rule["hi"]
-    text = _compose("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo=_num(lo * ref),
+    text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo=_num(lo * ref),
                     hi=_num(hi * ref), reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
     if not lo <= ratio <= hi:
         text = text + msg("measure.above" if (ratio > hi) == faster_above else "measure.below")

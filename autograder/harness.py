@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from .i18n import Message, msg
+from .i18n import msg
 
 MIN_SAMPLE_S = 1e-3                 # a sample shorter than this is dominated by clock/sync overhead
 CPU_FLUSH_FLOOR = 64 * 2**20        # smallest CPU flush buffer, whatever the cache size detected
@@ -59,8 +59,7 @@ class Timing:
             spread=f"{self.spread:.2f}", n=self.n, inner=self.inner, warmup=self.warmup, device=self.device,
             threads="-" if self.threads is None else self.threads,
         )
-        line = msg("measure.timing")
-        return Message(line.ko.format(flushed=flushed.ko, **values), line.en.format(flushed=flushed.en, **values)).text()
+        return msg("measure.timing", flushed=flushed, **values).text()
 
 
 def format_seconds(seconds: float) -> str:

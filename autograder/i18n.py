@@ -8,6 +8,7 @@ Catalogued messages live in ``data/messages/*.yaml`` (the core) and in each modu
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -41,7 +42,10 @@ class Message:
     en: str
 
     def format(self, **values) -> "Message":
-        return Message(self.ko.format(**values), self.en.format(**values))
+        """Fill the placeholders of both languages; a value that is a Message gives each language its own text."""
+        ko = {k: v.ko if isinstance(v, Message) else v for k, v in values.items()}
+        en = {k: v.en if isinstance(v, Message) else v for k, v in values.items()}
+        return Message(josa(self.ko.format(**ko)), self.en.format(**en))
 
     def text(self, lang: str | None = None) -> str:
         lang = lang or get_language()
@@ -58,6 +62,43 @@ class Message:
         return self.text()
 
 
+# A Korean particle after a value that may end in a vowel or a consonant is written in its paired form,
+# "{x}을(를)"; :func:`josa` picks the one that fits where the word before it ends in Hangul or a digit.
+_PAIRS = {"을(를)": ("을", "를"), "이(가)": ("이", "가"), "은(는)": ("은", "는"), "과(와)": ("과", "와"),
+          "이어야(여야)": ("이어야", "여야"), "(으)로": ("으로", "로")}
+_PAIRED = re.compile(r"([^\s`'\"]?)([`'\"]*)(" + "|".join(re.escape(k) for k in _PAIRS) + ")")
+_DIGIT_CODA = {"0": "ㅇ", "1": "ㄹ", "3": "ㅁ", "6": "ㄱ", "7": "ㄹ", "8": "ㄹ"}  # 영 일 삼 육 칠 팔; 2 4 5 9: a vowel
+_TENS_CODA = {1: "ㅂ", 2: "ㄱ", 3: "ㄴ"}  # a whole number ending in 10, 100, 1000 (십 백 천); 10000 and up: 만
+
+
+def _coda(before: str) -> str | None:
+    """The final consonant of how ``before`` ends when read in Korean ('' for none), None for a Latin letter."""
+    char = before[-1:]
+    if "가" <= char <= "힣":
+        index = (ord(char) - 0xAC00) % 28
+        return "" if index == 0 else "ㄹ" if index == 8 else "ㄱ"
+    if not char.isdigit():
+        return None
+    number = re.search(r"[\d.]+$", before).group(0)
+    zeros = len(number) - len(number.rstrip("0"))
+    if zeros and "." not in number and number.rstrip("0"):
+        return _TENS_CODA.get(zeros, "ㄴ")
+    return _DIGIT_CODA.get(char, "")
+
+
+def josa(text: str) -> str:
+    """Resolve paired Korean particles ("{x}을(를)" -> "5를", "값을") after Hangul or digits; keep the pair elsewhere."""
+    def pick(match: re.Match) -> str:
+        char, closers, pair = match.group(1), match.group(2), match.group(3)
+        coda = _coda(text[: match.start(1) + len(char)]) if char else None
+        if coda is None:
+            return match.group(0)
+        with_coda, without = _PAIRS[pair]
+        bare = coda in ("", "ㄹ") if pair == "(으)로" else coda == ""
+        return char + closers + (without if bare else with_coda)
+    return _PAIRED.sub(pick, text)
+
+
 @lru_cache(maxsize=None)
 def _catalog() -> dict[str, Message]:
     out: dict[str, Message] = {}
@@ -69,7 +110,7 @@ def _catalog() -> dict[str, Message]:
     return out
 
 
-def msg(key: str, **values) -> Message:
+def msg(key: str, /, **values) -> Message:
     """The catalogued message ``key``, formatted with ``values``."""
     try:
         message = _catalog()[key]

@@ -18,7 +18,7 @@ from .i18n import msg
 
 _DATA = Path(__file__).parent / "data" / "profiles.yaml"
 
-KINDS = ("gpu", "apple", "tpu", "cpu")
+KINDS = ("gpu", "apple", "tpu", "trainium", "cpu")
 DTYPES = ("fp64", "fp64_tensor", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 REQUIRED = ("name", "label", "vendor", "kind", "arch", "year", "match", "memory", "peak_tflops", "sources")
 
@@ -166,7 +166,7 @@ def match(device_name: str | None) -> Profile | None:
 
 
 def all_of(kind: str | None = None) -> list[Profile]:
-    """Every spec profile, or those of one ``kind`` (gpu, apple, tpu), in file order."""
+    """Every spec profile, or those of one ``kind`` (gpu, apple, tpu, trainium), in file order."""
     if kind is not None and kind not in KINDS:
         raise ValueError(str(msg("profiles.unknown_kind", kind=kind, valid=", ".join(KINDS))))
     return [p for p in load().values() if kind is None or p.kind == kind]

@@ -14,13 +14,14 @@ GPUS = [p for p in ALL if p.kind == "gpu"]
 def test_loads_expected_devices():
     expected = {
         "v100_sxm2_32gb", "a100_sxm_40gb", "a100_sxm_80gb", "a100_pcie_40gb", "a100_pcie_80gb",
-        "h100_sxm", "h100_pcie", "h200_sxm", "b100", "b200", "gb200",
-        "rtx_3090", "rtx_4090", "rtx_5090", "l4", "t4", "mi300x",
+        "h100_sxm", "h100_pcie", "h200_sxm", "b200", "b300", "gb200", "gb300",
+        "rtx_3090", "rtx_4090", "rtx_5090", "l4", "t4", "mi300x", "mi325x", "mi355x",
         "m1", "m1_pro", "m1_max", "m1_ultra", "m2", "m2_pro", "m2_max", "m2_ultra",
         "m3", "m3_pro", "m3_max", "m3_ultra", "m4", "m4_pro", "m4_max",
-        "tpu_v4", "tpu_v5e", "tpu_v5p",
+        "tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e", "tpu7x", "trainium2",
     }
     assert expected <= set(IDS)
+    assert "b100" not in IDS  # announced 2024, not shipped in volume: no profile
     assert profiles.load() is profiles.load()  # cached
 
 
@@ -28,7 +29,7 @@ def test_loads_expected_devices():
 def test_required_fields_and_sources(p):
     for key in profiles.REQUIRED:
         assert key in p.spec, key
-    assert p.kind in ("gpu", "apple", "tpu")
+    assert p.kind in ("gpu", "apple", "tpu", "trainium")
     assert isinstance(p.spec["year"], int) and 2015 <= p.spec["year"] <= 2030
     assert p.sources and all(re.match(r"https?://\S+$", url) for url in p.sources)
     assert p.spec["match"] and all(isinstance(m, str) for m in p.spec["match"])
@@ -53,11 +54,11 @@ def test_peaks_positive_known_dtypes_and_dense_not_above_sparse(p):
 
 @pytest.mark.parametrize("p", ALL, ids=IDS)
 def test_units(p):
-    if p.kind == "gpu":
+    if p.kind == "apple":
+        assert 50 <= p.bandwidth_gbs <= 1000
+    else:
         assert 50 <= p.bandwidth_gbs <= 20000
         assert 4 <= p.memory_gib <= 300
-    else:
-        assert 50 <= p.bandwidth_gbs <= 5000
     base, boost = p.spec.get("base_clock_mhz"), p.spec.get("boost_clock_mhz")
     if base is not None and boost is not None:
         assert 300 <= base <= boost <= 4000
@@ -105,6 +106,25 @@ def test_known_figures_and_traps():
     assert profiles.get("v100_sxm2_32gb").peak("bf16") is None
 
 
+def test_current_generation_figures():
+    """Blackwell Ultra, CDNA 3/4, TPU v6e/7x and Trainium2: dense per-chip peaks and binary capacities."""
+    b200, b300, gb300 = (profiles.get(i) for i in ("b200", "b300", "gb300"))
+    assert b200.get("pcie.gen") == 5 and b300.get("pcie.gen") == 6  # HGX B200 runs Gen5 x16; Gen6 from HGX B300
+    assert (b300.peak("bf16"), b300.peak("fp8"), b300.peak("fp4"), b300.memory_gib) == (2250, 4500, 14000, 270)
+    assert (gb300.peak("bf16"), gb300.peak("fp4"), gb300.memory_gib, gb300.bandwidth_gbs) == (2500, 15000, 279, 8000)
+    for p in (b300, gb300):  # FP4 with sparsity is not twice dense on Blackwell Ultra: not stored
+        assert p.peak("fp4", sparse=True) is None and p.peak("int8") is None
+    assert profiles.get("mi325x").peak_tflops == profiles.get("mi300x").peak_tflops
+    assert profiles.get("mi325x").memory_gib == 256 and profiles.get("mi355x").memory_gib == 288
+    assert profiles.get("mi355x").peak("bf16") == 2516.6 and profiles.get("mi355x").peak("tf32") is None
+    v6e, v7 = profiles.get("tpu_v6e"), profiles.get("tpu7x")
+    assert (v6e.peak("bf16"), v6e.memory_gib, v6e.bandwidth_gbs) == (918, 32, 1638)
+    assert (v7.peak("bf16"), v7.peak("fp8"), v7.memory_gib) == (2307, 4614, 192)
+    trn2 = profiles.get("trainium2")
+    assert trn2.kind == "trainium" and (trn2.peak("bf16"), trn2.peak("fp8"), trn2.memory_gib) == (667, 1299, 96)
+    assert trn2.sparse_tflops == {}
+
+
 def test_peak_dtype_names_and_bad_dtype():
     h100 = profiles.get("h100_sxm")
     assert h100.peak("bfloat16") == h100.peak("BF16") == h100.peak("bf16")
@@ -118,7 +138,7 @@ def test_get_unknown_id_is_bilingual_and_lists_ids():
     with pytest.raises(KeyError) as err:
         profiles.get("h100")
     text = str(err.value)
-    assert "h100_sxm" in text and "프로필" in text and "Unknown hardware profile" in text
+    assert "h100_sxm" in text and "프로파일" in text and "Unknown hardware profile" in text
 
 
 def test_spec_get_dotted_and_default():
@@ -142,6 +162,10 @@ def test_spec_get_dotted_and_default():
     ("NVIDIA H200", "h200_sxm"),
     ("NVIDIA B200", "b200"),
     ("NVIDIA GB200", "gb200"),
+    ("NVIDIA B300 SXM6 AC", "b300"),
+    ("NVIDIA GB300", "gb300"),
+    ("AMD Instinct MI325X", "mi325x"),
+    ("AMD Instinct MI355X", "mi355x"),
     ("Tesla V100-SXM2-32GB", "v100_sxm2_32gb"),
     ("Tesla T4", "t4"),
     ("NVIDIA L4", "l4"),
@@ -155,6 +179,10 @@ def test_spec_get_dotted_and_default():
     ("TPU v4", "tpu_v4"),
     ("TPU v5 lite", "tpu_v5e"),
     ("TPU v5p", "tpu_v5p"),
+    ("TPU v6 lite", "tpu_v6e"),
+    ("TPU v6e", "tpu_v6e"),
+    ("TPU7x", "tpu7x"),
+    ("Trainium2", "trainium2"),
 ])
 def test_match_realistic_names(name, expected):
     found = profiles.match(name)
@@ -166,6 +194,7 @@ def test_match_realistic_names(name, expected):
     "Intel(R) Xeon(R) Platinum 8470", "Intel(R) Xeon(R) CPU @ 2.20GHz", "AMD EPYC 7B13",
     "NVIDIA GeForce RTX 4090 Laptop GPU", "NVIDIA GeForce RTX 4090 D", "NVIDIA GeForce RTX 3090 Ti",
     "Tesla V100-SXM2-16GB", "NVIDIA L40S", "cpu", "", None, "Apple M5",
+    "NVIDIA B100", "AMD Instinct MI350X", "TPU v7", "Trainium", "Trainium3",
 ])
 def test_match_unknown_or_ambiguous_is_none(name):
     assert profiles.match(name) is None
@@ -173,7 +202,8 @@ def test_match_unknown_or_ambiguous_is_none(name):
 
 def test_all_of_and_table():
     assert {p.kind for p in profiles.all_of("apple")} == {"apple"}
-    assert len(profiles.all_of("tpu")) == 3
+    assert len(profiles.all_of("tpu")) == 5
+    assert [p.id for p in profiles.all_of("trainium")] == ["trainium2"]
     with pytest.raises(ValueError):
         profiles.all_of("fpga")
     rows = profiles.table(["h100_sxm", "m3_max"], fields=("label", "peak.bf16", "sparse.bf16", "memory.type", "memory_gib"))

@@ -101,7 +101,7 @@ def review(course: Course, assignment: str, run: bool = True, timeout_s: float =
     pending: list[Graded] = []
     for name in course.notebooks(assignment):
         graded = tasks_of(nbformat.read(str(work / f"{name}.ipynb"), as_version=4), name)
-        notes += [_say("grading.submit_not_attempted", task=_label(g)) for g in graded if g.untouched]
+        notes += [msg("grading.submit_not_attempted", task=_label(g)) for g in graded if g.untouched]
         pending += [g for g in graded if not g.untouched]
     if not run or not pending:
         return notes
@@ -114,20 +114,13 @@ def review(course: Course, assignment: str, run: bool = True, timeout_s: float =
         for g in mine:
             score = results.get(g.cell)
             if score is not None and score < g.points:
-                notes.append(_say("grading.submit_check_fails", task=_label(g), earned=f"{score:g}", points=f"{g.points:g}"))
+                notes.append(msg("grading.submit_check_fails", task=_label(g), earned=f"{score:g}", points=f"{g.points:g}"))
         if not finished:
             left = [_label(g) for g in pending if (g.notebook, g.cell) not in checked]
-            notes.append(_say("grading.submit_checks_unfinished", seconds=f"{timeout_s:g}",
+            notes.append(msg("grading.submit_checks_unfinished", seconds=f"{timeout_s:g}",
                               left=Message(", ".join(m.ko for m in left) or "-", ", ".join(m.en for m in left) or "-")))
             break
     return notes
-
-
-def _say(key: str, **values) -> Message:
-    """``msg(key)`` with Message values put in language by language."""
-    base = msg(key)
-    return Message(base.ko.format(**{k: getattr(v, "ko", v) for k, v in values.items()}),
-                   base.en.format(**{k: getattr(v, "en", v) for k, v in values.items()}))
 
 
 def tasks_of(nb, notebook: str = "") -> list[Graded]:

@@ -47,9 +47,7 @@ def _positive(value: Any) -> bool:
 
 
 def _wrong(what: Message, expected: Any, found: Any) -> Message:
-    base = _m("expected_found")
-    return Message(base.ko.format(what=what.ko, expected=expected, found=found),
-                   base.en.format(what=what.en, expected=expected, found=found))
+    return _m("expected_found", what=what, expected=expected, found=found)
 
 
 def _label(case_ko: str, case_en: str, key: str) -> Message:

@@ -23,11 +23,8 @@ KEYS = ("weights", "gradients", "optimizer", "total")
 
 
 def _say(key: str, **values) -> Message:
-    """Catalogued message ``m04.key``; values that are Messages are filled in per language."""
-    template = msg(f"m04.{key}")
-    ko = {k: v.ko if isinstance(v, Message) else v for k, v in values.items()}
-    en = {k: v.en if isinstance(v, Message) else v for k, v in values.items()}
-    return Message(template.ko.format(**ko), template.en.format(**en))
+    """Catalogued message ``m04.key``."""
+    return msg(f"m04.{key}", **values)
 
 
 def _dict_answer(result: Any, keys: tuple, what: str) -> dict:

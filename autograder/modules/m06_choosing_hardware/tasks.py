@@ -65,9 +65,8 @@ def _compare(case_text: Message, want: dict, found: Any, keys: tuple, weights: d
 
 
 def _fill(message_key: str, case_text: Message, **values) -> Message:
-    """``msg(message_key)`` with the case description put in, language by language."""
-    base = msg(message_key)
-    return Message(base.ko.format(case=case_text.ko, **values), base.en.format(case=case_text.en, **values))
+    """``msg(message_key)`` with the case description put in."""
+    return msg(message_key, case=case_text, **values)
 
 
 def _with_hint(parts: list[Part], hint_key: str) -> list[Part]:
