@@ -157,3 +157,17 @@ def test_measurement_tasks_record_their_rounds_and_what_the_referee_saw(monkeypa
     assert record["answer"]["rounds"] == [4, 4, 4]
     assert len(record["answer"]["observed"]["walls"]) == 3
     assert record["answer"]["observed"]["reference"] == [{"square": 4}] * 3
+
+
+def test_partial_verdict_shows_which_labelled_parts_are_right(capsys, monkeypatch):
+    monkeypatch.setenv("COURSE_LANG", "en")
+    parts = [Part(True, Message("능선점 맞음", "ridge right"), label=Message("H100 → 능선점", "H100 → ridge")),
+             Part(False, Message("도달 가능한 값이 틀림", "attainable is wrong"), label=Message("H100 → 도달", "H100 → attainable"))]
+    assert core.report(Message("루프라인", "Roofline"), parts, points=2) == 1.0
+    out = capsys.readouterr().out
+    assert "✅ H100 → ridge" in out and "❌ attainable is wrong" in out and "H100 → attainable" not in out
+
+
+def test_a_part_can_name_the_known_mistake_it_recognised():
+    part = Part(False, Message("방향별과 양방향을 확인하세요", "check per direction vs both"), mistake="per_direction")
+    assert part.mistake == "per_direction" and Part(True, Message("", "")).mistake is None

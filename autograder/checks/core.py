@@ -46,6 +46,12 @@ class Part:
     message: Message
     weight: float = 1.0
     measured: bool = False  # a measurement against its band: the verdict shows it even when it passed
+    mistake: str | None = None  # a failing part that recognised a known mistake: its name (one of Task.mistakes)
+    label: Message | None = None  # a short name ("H100 → ridge"): a partial verdict lists the parts that are right
+
+
+KINDS = ("recall", "transfer")
+LEVELS = ("warm-up", "core", "stretch")
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,21 @@ class Task:
     reference: Callable[[Any, Any], Any] | None = None  # measurement: (case, round's answer) -> reference data
     rounds: int = 1  # measurement: learner and reference take turns this many times per case
     hint: Callable[[str], "Message | None"] | None = None  # error text -> a hint for a common mistake
+    kind: str = "recall"  # "recall": what the lesson shows, applied as shown; "transfer": the idea where the lesson did not go
+    level: str = "core"  # "warm-up", "core" or "stretch": an exercise climbs from its warm-up to a stretch task
+    mistakes: tuple[str, ...] = ()  # known wrong answers the visible checks name (messages mNN.mistake.<name>)
     id: str = ""  # "mNN.name", set when the task is looked up
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A known wrong answer given as the data a check records (``score`` gets it for visible case ``case``).
+
+    For measurement tasks, whose real runs depend on the machine: the mistake is the recorded data it leaves.
+    """
+
+    answer: Any
+    case: int = 0
 
 
 def close(found: Any, want: Any, rel: float = 1e-6, abs_tol: float = 0.0) -> bool:
@@ -203,9 +223,10 @@ def report(title: Message, parts: list[Part], points: float) -> float | None:
     if share <= 0.0:
         raise CheckFailed(f"{_titled('check.failed', title)}\n{detail}")
     earned = round(points * share, 2)
+    right = list(dict.fromkeys(p.label for p in parts if p.ok and p.label is not None and not p.measured))
     text = "\n".join([_titled("check.partial", title, earned=earned, points=points,
                                failed=len(failed), items=len(dict.fromkeys(p.message for p in parts))),
-                      detail] + _items("✅", shown))
+                      detail] + _items("✅", shown + right))
     if validating():
         raise CheckFailed(text)
     print(text)

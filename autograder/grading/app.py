@@ -67,13 +67,19 @@ def add_parser(subparsers) -> None:
     p.add_argument("--bom", action="store_true", help="BOM으로 시작 (스프레드시트가 한글을 바르게 읽음) / start with a byte-order mark (spreadsheets then read Hangul right)")
     p.add_argument("--assignment", action="append", help="이 과제만 (여러 번 쓸 수 있음) / only these assignments (repeatable)")
     p.set_defaults(func=_export)
-    p = sub.add_parser("check-hardware", help="이 머신에서 참조 해답을 몇 번 채점해 잃는 점수 보고 / grade the reference solutions here a few times; report lost points")
+    p = sub.add_parser("check-hardware", help="이 컴퓨터에서 참조 해답을 몇 번 채점해 잃는 점수 보고 / grade the reference solutions here a few times; report lost points")
     p.add_argument("modules", nargs="*", help="예: 02_gpu_architecture (기본: 모든 solutions/NN_*) / e.g. 02_gpu_architecture (default: every solutions/NN_*)")
     p.add_argument("--root", type=Path, default=REPO, help="solutions/를 점검할 과정 폴더 (기본: 이 저장소) / course folder whose solutions/ to check (default: this repository)")
     p.add_argument("--runs", type=int, default=3, help="참조 해답마다 채점 횟수 (기본 3) / gradings of each reference (default 3)")
     p.add_argument("--workers", type=int, help="병렬 워커 수, grade와 같음 (기본: 코어 수) / parallel workers, as for grade (default: number of cores)")
     p.add_argument("--no-sandbox", action="store_true", help="격리 없이 채점 / grade without isolation")
     p.set_defaults(func=_check_hardware)
+    p = sub.add_parser("tasks", help="실습의 설계 보기: 과제 종류, 단계, 확인하는 흔한 실수, 수업에서 베낄 수 있는 비율 / "
+                                     "review how the exercises are built: task kinds, levels, the known mistakes checked, "
+                                     "how much of each answer the lesson holds")
+    p.add_argument("modules", nargs="*", help="예: 03_memory_hierarchy (기본: 모든 solutions/NN_*) / e.g. 03_memory_hierarchy (default: every solutions/NN_*)")
+    p.add_argument("--root", type=Path, default=REPO, help="과정 폴더 (기본: 이 저장소) / course folder (default: this repository)")
+    p.set_defaults(func=_tasks)
 
     p = subparsers.add_parser("submit", parents=[parent], help="제출 파일 만들기 / package an exercise for the instructor",
                               description="실습 노트북을 zip 하나로 묶고, 풀지 않은 과제와 통과하지 못한 확인 셀을 알려 줍니다. / "
@@ -222,6 +228,11 @@ def _check_hardware(args):
                               False if args.no_sandbox else None))
     print(text)
     return 1 if lost else 0
+
+
+def _tasks(args):
+    from .design import course, table
+    print(table(course(Path(args.root).resolve(), args.modules)))
 
 
 @_guard
