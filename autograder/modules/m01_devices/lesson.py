@@ -128,8 +128,8 @@ def plot_memory_bandwidth(table: list[dict]):
     names = [r["label"] for r in table]
     colors = ["tab:green" if r["vendor"] == "NVIDIA" else "tab:red" if r["vendor"] == "AMD"
               else "tab:gray" if r["vendor"] == "Apple" else "tab:blue" for r in table]
-    axes[0].barh(names, [r["memory_gb"] for r in table], color=colors)
-    axes[0].set_xlabel(_t("메모리 (GB)", "memory (GB)"))
+    axes[0].barh(names, [r["memory_gib"] for r in table], color=colors)
+    axes[0].set_xlabel(_t("메모리 (GiB)", "memory (GiB)"))
     axes[1].barh(names, [r["bandwidth_gbs"] for r in table], color=colors)
     axes[1].set_xlabel(_t("메모리 대역폭 (GB/s)", "memory bandwidth (GB/s)"))
     axes[0].invert_yaxis()
