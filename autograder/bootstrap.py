@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 MARKER = VENV / ".course-installed"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+JUPYTER_CONFIG = ROOT / "autograder" / "data" / "jupyter"
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 TORCH = "torch>=2.4"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -262,7 +263,10 @@ def start(args: list[str]) -> int:
     cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}", str(ROOT / start_page()), *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
-    return subprocess.call(cmd, cwd=ROOT, env=venv_env())
+    env = venv_env()
+    # The course's Jupyter settings (autograder/data/jupyter): lessons are saved without outputs (lesson_save.py).
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (str(JUPYTER_CONFIG), env.get("JUPYTER_CONFIG_PATH")) if p)
+    return subprocess.call(cmd, cwd=ROOT, env=env)
 
 
 def test(args: list[str]) -> int:

@@ -130,6 +130,7 @@ def clone():
     log = tmp / "server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_EXCHANGE", "COURSE_GRADEBOOK", "JUPYTER"))}
     env["PATH"] = "/usr/bin:/bin"  # as a desktop launcher starts it: the environment's bin/ is not on PATH
+    env["JUPYTER_CONFIG_PATH"] = str(learner / "autograder" / "data" / "jupyter")  # as `autograder start` sets it
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser",
                                  "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
@@ -163,6 +164,44 @@ def test_fresh_clone_formgrader_and_assignments_open(clone):
     assert "No assignments yet" in log and "과제가 아직 없습니다" in log  # the one-line next step, once
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone["root"], capture_output=True, text=True)
     assert status.stdout == "", status.stdout  # .nbgrader/ and .exchange/ are ignored
+
+
+def _save(clone, path: str, nb: dict) -> None:
+    """Save a notebook through the server, as JupyterLab's save and autosave do."""
+    status, body = request(f"{clone['url']}/api/contents/{path}", clone["token"], "PUT",
+                           data={"type": "notebook", "format": "json", "content": nb})
+    assert status == 200, body[-800:]
+
+
+def _run_in_jupyterlab(nb: dict) -> dict:
+    """What running a notebook in JupyterLab adds: outputs, counts, timings, the kernel's details, widget state."""
+    nb["metadata"]["language_info"] = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
+                                       "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                                       "pygments_lexer": "ipython3", "version": sys.version.split()[0]}
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
+    nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
+    for i, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+        cell["execution_count"] = i + 1
+        cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": f"measured here {i}\n"}]
+        cell["metadata"]["execution"] = {"iopub.status.busy": "2026-11-24T10:00:00.000000Z"}
+    return nb
+
+
+def test_a_lesson_opened_and_run_leaves_git_status_clean(clone):
+    """The course's pre-save hook (autograder/lesson_save.py) saves a lesson without what running added; an
+    exercise, the learner's own work, keeps its outputs."""
+    url, token, root = clone["url"], clone["token"], clone["root"]
+    for lesson in ("lessons/01_devices/lesson.en.ipynb", "lessons/03_memory_hierarchy/lesson.ko.ipynb"):
+        nb = json.loads(request(f"{url}/api/contents/{lesson}?content=1", token)[1])["content"]
+        _save(clone, lesson, _run_in_jupyterlab(nb))
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+    assert status.stdout == "", "a lesson that was only run must stay the committed file:\n" + status.stdout
+    exercise = "exercises/01_devices/exercise.ipynb"
+    nb = json.loads(request(f"{url}/api/contents/{exercise}?content=1", token)[1])["content"]
+    _save(clone, exercise, _run_in_jupyterlab(nb))
+    saved = json.loads((root / exercise).read_text(encoding="utf-8"))
+    assert any(c.get("outputs") for c in saved["cells"]), "an exercise is saved as the learner left it"
+    subprocess.run(["git", "checkout", "-q", "--", exercise], cwd=root, check=True)
 
 
 def test_lesson_saved_by_jupyterlab_then_updated_with_nbgitpuller(clone):
@@ -199,7 +238,7 @@ def test_lesson_saved_by_jupyterlab_then_updated_with_nbgitpuller(clone):
     mine = json.loads((root / lesson).read_text(encoding="utf-8"))
     assert any(c.get("id") == "learner-note" for c in mine["cells"])
     assert "Updated by the course." in "".join(mine["cells"][0]["source"])
-    assert any(c.get("outputs") for c in mine["cells"])
+    assert not any(c.get("outputs") for c in mine["cells"])  # saved without outputs (lesson_save.py)
 
 
 # --- the class on JupyterHub ---------------------------------------------------------------------------

@@ -70,8 +70,10 @@ def pre_spawn_hook(spawner):
         "COURSE_ID": COURSE_ID,
         "COURSE_EXCHANGE": COURSE_EXCHANGE,
         "COURSE_ROLE": kind,
-        # Earlier folders win: the role's settings over the environment's (which enable every extension).
-        "JUPYTER_CONFIG_PATH": os.pathsep.join([str(HERE / "roles" / kind), str(HERE / "roles" / "common")]),
+        # Earlier folders win: the role's settings over the environment's (which enable every extension); the
+        # course's own settings last (lessons are saved without outputs: autograder/lesson_save.py).
+        "JUPYTER_CONFIG_PATH": os.pathsep.join([str(HERE / "roles" / kind), str(HERE / "roles" / "common"),
+                                                str(HERE.parent.parent / "autograder" / "data" / "jupyter")]),
         "PATH": os.pathsep.join([str(COURSE_ENV / "bin"), "/usr/local/bin", "/usr/bin", "/bin"]),
         "MPLBACKEND": "Agg",
     })

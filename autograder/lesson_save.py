@@ -1,0 +1,39 @@
+"""A lesson a learner opens and runs stays the file the course ships: Jupyter saves lessons without outputs.
+
+The course's Jupyter configuration (``data/jupyter/jupyter_server_config.json``, used by ``python3 -m
+autograder start`` and by the class hub) makes :func:`pre_save` the server's pre-save hook. For a lesson
+(``lessons/NN_topic/lesson.ko.ipynb`` or ``.en``) it drops what running adds: outputs, execution counts, the
+cell metadata JupyterLab writes (collapsed, scrolled, execution times), widget state, and the kernel and
+language details of this machine. A lesson that was only run is then byte for byte the committed one (``git
+status`` stays clean, ``git pull`` and nbgitpuller update it); a learner's own edits to its cells are kept.
+Exercises are the learner's work and are saved as they are.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+LESSON = re.compile(r"(?:^|/)lessons/\d\d_[^/]+/lesson\.(?:ko|en)\.ipynb$")
+KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+VOLATILE_CELL = ("collapsed", "scrolled", "execution", "trusted", "jupyter", "ExecuteTime")
+VOLATILE_NOTEBOOK = ("widgets", "toc", "varInspector")
+
+
+def clean(nb: dict) -> dict:
+    """The notebook as the course commits it (a new dict; ``nb`` is left as it is)."""
+    meta = {k: v for k, v in nb.get("metadata", {}).items() if k not in VOLATILE_NOTEBOOK}
+    meta["kernelspec"] = dict(KERNELSPEC)
+    meta["language_info"] = {"name": "python"}
+    cells = []
+    for cell in nb.get("cells", []):
+        cell = dict(cell, metadata={k: v for k, v in cell.get("metadata", {}).items() if k not in VOLATILE_CELL})
+        if cell.get("cell_type") == "code":
+            cell.update(outputs=[], execution_count=None)
+        cells.append(cell)
+    return dict(nb, metadata=meta, cells=cells)
+
+
+def pre_save(model: dict, path: str, **kwargs: Any) -> None:
+    """Jupyter's pre-save hook: a lesson notebook is saved as :func:`clean` makes it."""
+    if model.get("type") == "notebook" and isinstance(model.get("content"), dict) and LESSON.search(path):
+        model["content"] = clean(model["content"])
