@@ -10,7 +10,7 @@ from fixtures.learner_text import ROOT, texts
 # The documents the course was commissioned from are not the learner's: "seed 004", "(seed)", "seed의",
 # "시드의 …", "원자료(seed …)", "seed_claim", "source material". A random seed (seed=0, manual_seed) is fine.
 COMMISSIONING = re.compile(
-    r"\bseeds?\s*(?:문서\s*)?0\d\d|shared/seeds|(?<![A-Za-z0-9_])\(seed\b|\bseed(?:의|는|'s\b)|\bseed (?:value|document|material|"
+    r"\bseeds?\s*(?:문서\s*)?0\d\d|shared/(?:seeds|RESEARCH|COURSE|reviews)|(?<![A-Za-z0-9_])\(seed\b|\bseed(?:의|는|'s\b)|\bseed (?:value|document|material|"
     r"version|claim|price|table)|\bseed_\w+|시드의|시드 문서|원자료|자료\s*\(seed|source material", re.I)
 READ_BY_LEARNERS = ["README.md", "docs/*.md", "lessons/*/*.ipynb", "solutions/*/*", "autograder/modules/*/*",
                     "autograder/modules/*/data/*", "autograder/data/*.yaml", "autograder/data/*/*"]
