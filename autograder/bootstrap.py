@@ -260,7 +260,10 @@ def start(args: list[str]) -> int:
     other = start_page().with_name("lesson.en.ipynb" if start_language() == "ko" else "lesson.ko.ipynb")
     say(f"시작 페이지: {start_page()} (다른 언어: {other}; 맨 위 링크로 바꿀 수 있고, COURSE_LANG=ko 또는 en으로 정할 수 있습니다)",
         f"Start page: {start_page()} (other language: {other}; switch with the links at its top, or set COURSE_LANG=ko or en)")
-    cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}", str(ROOT / start_page()), *args]
+    # The interface in the start page's language, without the news popup (autograder/data/jupyter/lab/<lang>).
+    settings = JUPYTER_CONFIG / "lab" / start_language()
+    cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}", f"--LabApp.app_settings_dir={settings}",
+           str(ROOT / start_page()), *args]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
     env = venv_env()

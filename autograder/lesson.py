@@ -98,7 +98,38 @@ def setup(lang: str | None = None) -> str:
     chosen = lang or (None if os.environ.get("COURSE_LANG") else notebook_language())
     if chosen:
         set_language(chosen)
+    _explain_unanswered()
     return get_language()
+
+
+def _explain_unanswered() -> None:
+    """In a notebook, an answer not written yet and a check run before its answer cell get one bilingual line
+    instead of a stack trace (the cell still ends in an error, so nothing counts as done)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return
+
+    import IPython
+    shows_itself = IPython.version_info[0] < 9  # from IPython 9 on, a custom handler shows its own traceback
+
+    def explain(shell, etype, value, tb, tb_offset=None):
+        from .i18n import msg
+        cell = (shell.user_ns.get("_ih") or [""])[-1]  # the cell being run
+        if issubclass(etype, NotImplementedError):
+            stb = [msg("check.not_implemented").text()]
+        elif issubclass(etype, NameError) and "check(" in (cell or "") and getattr(value, "name", None):
+            stb = [msg("check.missing_name", name=value.name).text()]
+        else:
+            stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+        if not shows_itself:
+            shell._showtraceback(etype, value, stb)
+        return stb
+
+    shell.set_custom_exc((NotImplementedError, NameError), explain)
 
 
 def t(ko: str, en: str) -> str:
@@ -132,8 +163,17 @@ def show_table(rows: Sequence[dict], columns: Iterable[str] | None = None,
     display(HTML(table_html(rows, columns, headers)))
 
 
-def quiz(question: Message, options: Sequence[Message], answer: int, explain: Message):
-    """A multiple-choice check of understanding; shows whether the choice is right and why."""
+def quiz(question: Message, options: Sequence[Message], answer: int, explain: Message) -> None:
+    """Display a multiple-choice check of understanding that shows whether the choice is right and why.
+
+    Returns nothing, so a quiz that ends its cell is displayed once (Jupyter would show a returned widget again).
+    """
+    from IPython.display import display
+    display(quiz_widget(question, options, answer, explain))
+
+
+def quiz_widget(question: Message, options: Sequence[Message], answer: int, explain: Message):
+    """The quiz of :func:`quiz` as a widget (not displayed)."""
     import ipywidgets as w
 
     choice = w.RadioButtons(options=[(o.text(), i) for i, o in enumerate(options)], value=None,
@@ -152,7 +192,4 @@ def quiz(question: Message, options: Sequence[Message], answer: int, explain: Me
                 print("❌ " + t("다시 생각해 보세요.", "Not quite; think again."))
 
     button.on_click(on_click)
-    box = w.VBox([w.HTML(f"<b>{html.escape(question.text())}</b>"), choice, button, out])
-    from IPython.display import display
-    display(box)
-    return box
+    return w.VBox([w.HTML(f"<b>{html.escape(question.text())}</b>"), choice, button, out])

@@ -310,3 +310,19 @@ def test_bootstrap_imports_only_the_standard_library():
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_start_opens_jupyterlab_with_the_course_settings_in_the_start_pages_language(monkeypatch, lang):
+    """The start page's language is the interface's (the language pack is installed); lessons are saved without
+    outputs (the course's Jupyter configuration folder comes first)."""
+    monkeypatch.setenv("COURSE_LANG", lang)
+    monkeypatch.setattr(bootstrap, "ensure_venv", lambda: None)
+    calls = []
+    monkeypatch.setattr(bootstrap.subprocess, "call", lambda cmd, **kw: calls.append((cmd, kw)) or 0)
+    assert bootstrap.start([]) == 0
+    cmd, kw = calls[0]
+    assert f"--LabApp.app_settings_dir={bootstrap.JUPYTER_CONFIG / 'lab' / lang}" in cmd
+    assert (bootstrap.JUPYTER_CONFIG / "lab" / lang / "overrides.json").exists()
+    assert kw["env"]["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(bootstrap.JUPYTER_CONFIG)
+    assert any(a.endswith(f"lesson.{lang}.ipynb") for a in cmd)

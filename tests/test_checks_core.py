@@ -171,3 +171,13 @@ def test_partial_verdict_shows_which_labelled_parts_are_right(capsys, monkeypatc
 def test_a_part_can_name_the_known_mistake_it_recognised():
     part = Part(False, Message("방향별과 양방향을 확인하세요", "check per direction vs both"), mistake="per_direction")
     assert part.mistake == "per_direction" and Part(True, Message("", "")).mistake is None
+
+
+def test_partial_points_show_once_in_a_notebook_and_as_a_number_to_nbgrader(monkeypatch):
+    parts = [Part(True, Message("가", "a")), Part(False, Message("나", "b"))]
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    earned = core.report(Message("과제", "Task"), parts, points=2)
+    assert earned == 1.0 and hasattr(earned, "_ipython_display_")  # no stray "Out: 1.0" under the verdict
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    graded = core.report(Message("과제", "Task"), parts, points=2)
+    assert graded == 1.0 and type(graded) is float  # nbgrader reads the cell's result

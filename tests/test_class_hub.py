@@ -134,7 +134,9 @@ def clone():
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser",
                                  "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-                                 f"--ServerApp.root_dir={learner}", *(["--allow-root"] if os.geteuid() == 0 else [])],
+                                 f"--ServerApp.root_dir={learner}",
+                                 f"--LabApp.app_settings_dir={learner / 'autograder/data/jupyter/lab/ko'}",  # as start does
+                                 *(["--allow-root"] if os.geteuid() == 0 else [])],
                                 cwd=learner, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for(f"http://127.0.0.1:{port}/api/status", token, proc, log)
@@ -164,6 +166,19 @@ def test_fresh_clone_formgrader_and_assignments_open(clone):
     assert "No assignments yet" in log and "과제가 아직 없습니다" in log  # the one-line next step, once
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone["root"], capture_output=True, text=True)
     assert status.stdout == "", status.stdout  # .nbgrader/ and .exchange/ are ignored
+
+
+def test_a_korean_start_opens_jupyterlab_in_korean_without_the_news_popup(clone):
+    """The settings `autograder start` gives JupyterLab for a Korean start page (the language pack is installed)."""
+    url, token = clone["url"], clone["token"]
+    def default(plugin, key):
+        status, body = request(f"{url}/lab/api/settings/{plugin}", token)
+        assert status == 200, body[-500:]
+        return json.loads(body)["schema"]["properties"][key]["default"]
+    assert default("@jupyterlab/translation-extension:plugin", "locale") == "ko_KR"
+    assert default("@jupyterlab/apputils-extension:notification", "fetchNews") == "false"
+    status, body = request(f"{url}/lab/api/translations/ko_KR", token)
+    assert status == 200 and json.loads(body).get("data"), "the Korean language pack is installed"
 
 
 def _save(clone, path: str, nb: dict) -> None:

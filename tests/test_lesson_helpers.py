@@ -39,10 +39,15 @@ def test_table_html_escapes_and_formats():
     assert "&lt;b&gt;" in html and "989.4" in html and "처리량" in html and "가" in html
 
 
-def test_quiz_builds_a_widget():
-    box = lesson.quiz(Message("질문", "question"), [Message("하나", "one"), Message("둘", "two")], 1,
-                      Message("둘이 맞습니다", "two is right"))
+def test_quiz_builds_a_widget_and_displays_it_once(monkeypatch):
+    box = lesson.quiz_widget(Message("질문", "question"), [Message("하나", "one"), Message("둘", "two")], 1,
+                             Message("둘이 맞습니다", "two is right"))
     assert len(box.children) == 4
+    import IPython.display
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+    assert lesson.quiz(Message("질문", "question"), [Message("하나", "one")], 0, Message("맞습니다", "right")) is None
+    assert len(shown) == 1  # returned nothing: a quiz that ends its cell is not displayed a second time
 
 
 def test_glossary_has_both_languages_and_renders():
@@ -54,3 +59,20 @@ def test_glossary_has_both_languages_and_renders():
     for lang in ("ko", "en", "both"):
         table = glossary.markdown(lang)
         assert table.count("\n") == len(terms) + 1
+
+
+def test_an_unanswered_task_and_an_early_check_say_so_in_both_languages():
+    """In a kernel (as JupyterLab runs an exercise): one bilingual line instead of a stack trace, still an error."""
+    import nbclient
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("from autograder import lesson\nfrom autograder.checks import check\nlesson.setup('both')"),
+                nbformat.v4.new_code_cell("def answer():\n    pass\nraise NotImplementedError()"),
+                nbformat.v4.new_code_cell("check('m03.intensity', arithmetic_intensity, points=3)"),
+                nbformat.v4.new_code_cell("other_name + 1")]
+    nbclient.NotebookClient(nb, allow_errors=True, timeout=120).execute()
+    errors = [[o for o in c.outputs if o.output_type == "error"] for c in nb.cells[1:]]
+    assert [len(e) for e in errors] == [1, 1, 1]
+    assert errors[0][0].traceback[0].startswith("아직 구현하지") and "Not implemented yet" in errors[0][0].traceback[0]
+    assert "`arithmetic_intensity`" in errors[1][0].traceback[0] and "Run the answer cell above" in errors[1][0].traceback[0]
+    assert len(errors[2][0].traceback) > 1  # any other error keeps its stack trace

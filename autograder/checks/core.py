@@ -205,7 +205,7 @@ def validating() -> bool:
 
 
 def report(title: Message, parts: list[Part], points: float) -> float | None:
-    """Print the verdict; return partial points, None for full marks, raise for none.
+    """Print the verdict; return partial points (:class:`Earned`), None for full marks, raise for none.
 
     nbgrader reads a test cell's numeric result as the points earned, gives full
     marks to a cell without one, and zero to a cell that raised. A measurement
@@ -230,7 +230,16 @@ def report(title: Message, parts: list[Part], points: float) -> float | None:
     if validating():
         raise CheckFailed(text)
     print(text)
-    return earned
+    return earned if os.environ.get("NBGRADER_EXECUTION") else Earned(earned)
+
+
+class Earned(float):
+    """Partial points as a check returns them in a learner's notebook: a number, shown by the verdict above it and
+    not again as the cell's ``Out``. (While nbgrader grades, a check returns a plain float: nbgrader reads the
+    cell's result as the points earned.)"""
+
+    def _ipython_display_(self) -> None:
+        pass
 
 
 def _items(mark: str, messages: list[Message], limit: int = 8) -> list[str]:

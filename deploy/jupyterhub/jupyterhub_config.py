@@ -44,6 +44,9 @@ c.PAMAuthenticator.admin_groups = {INSTRUCTORS}
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(COURSE_ENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
+# JupyterLab in the class's language (COURSE_LANG: ko or en), without the news popup (the course's settings).
+COURSE_LANG = os.environ.get("COURSE_LANG", "ko")
+c.Spawner.args = [f"--LabApp.app_settings_dir={HERE.parent.parent / 'autograder' / 'data' / 'jupyter' / 'lab' / COURSE_LANG}"]
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 c.Spawner.mem_limit = os.environ.get("COURSE_MEM_LIMIT")  # shown to users; enforcing needs systemd or cgroups
