@@ -25,14 +25,10 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -40,8 +36,8 @@ import pytest
 from autograder.grading.course import REPO
 from fixtures.accounts import blocked_ancestors, python_namespace
 from fixtures.grading_course import ASSIGNMENT, HERE, build, corpus, demo_course
+from fixtures.servers import START_S, free_port, fresh_copy, request, stop, wait_for
 
-START_S = 90
 PREFIX = "aihwhub"  # throwaway accounts and groups: aihwhub-inst, aihwhub-s1..s3
 COURSE_ID = "aihw-class"
 TAMPER = "liar_int"  # a corpus case that must score 0 with or without the sandbox
@@ -54,67 +50,6 @@ def unavailable(reason: str):
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true: the class hub test must run: {reason}")
     pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def request(url: str, token: str, method: str = "GET", data: dict | None = None, form: dict | None = None,
-            body: bytes | None = None, timeout: float = 60) -> tuple[int, bytes]:
-    headers = {"Authorization": f"token {token}"}
-    if data is not None:
-        body, headers["Content-Type"] = json.dumps(data).encode(), "application/json"
-    elif form is not None:
-        body, headers["Content-Type"] = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
-    req = urllib.request.Request(url, data=body, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read()
-
-
-def wait_for(url: str, token: str, proc: subprocess.Popen, log: Path, seconds: float = START_S) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"{proc.args[:3]} exited ({proc.returncode}):\n{log.read_text(errors='replace')[-3000:]}")
-        try:
-            if request(url, token, timeout=5)[0] == 200:
-                return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"{url} did not answer in {seconds:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
-def fresh_copy(dest: Path) -> Path:
-    """What a fresh clone of this working tree holds: tracked and unignored files, as one commit."""
-    files = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        source = REPO / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    git = ["git", "-c", "user.name=course", "-c", "user.email=course@example.org"]
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=dest, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "course"], cwd=dest, check=True)
-    return dest
 
 
 # --- first open of a fresh clone, and lessons updated with nbgitpuller ---------------------------------

@@ -1,0 +1,289 @@
+"""The learner's journey in a real browser (issue 16): the course's JupyterLab, as ``python3 -m autograder start``
+runs it, on a fresh clone, driven by Playwright in Chromium.
+
+Two servers on the loopback interface, one per interface language (the start page's language decides it), each
+in its own fresh copy of the course. In them: the start page in both languages (no tofu, links to lessons open),
+all cells of a Korean and an English lesson (no error or stderr output, every figure drawn, every quiz shown once,
+a slider moved changes its output, no widget error), an exercise (a check before its answer shows the bilingual ❌,
+the answer typed in makes it ✅, Validate reports the right result), the Assignments list and the Formgrader (no
+error), and no browser console error anywhere. Screenshots of each step go to the folder the run prints
+(``COURSE_BROWSER_SHOTS`` names one).
+
+Needs Playwright for Python (the ``browser`` extra) and a Chromium (``/usr/bin/chromium``, Debian's package; Playwright's
+own download is not used). Outside CI the suite skips when they are missing, saying why; in CI it must run.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.grading.course import REPO
+from fixtures.servers import free_port, fresh_copy, request, stop, wait_for
+
+CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+LESSONS = {"ko": "lessons/01_devices/lesson.ko.ipynb", "en": "lessons/03_memory_hierarchy/lesson.en.ipynb"}
+EXERCISE = "exercises/03_memory_hierarchy/exercise.ipynb"
+RUN_S = 600  # a lesson's Run All on a loaded 2-core machine
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: the browser suite must run: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def shots(request):
+    folder = Path(os.environ.get("COURSE_BROWSER_SHOTS") or tempfile.mkdtemp(prefix="aihw-browser-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"browser screenshots: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright for Python is not installed (pip install -e '.[browser]')")
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; or set COURSE_CHROMIUM)")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def labs():
+    """One JupyterLab per interface language, each in a fresh clone, started as `autograder start` starts it."""
+    tmp = Path(tempfile.mkdtemp(prefix="aihw-lab-"))
+    servers, procs = {}, []
+    try:
+        for lang in ("ko", "en"):
+            root = fresh_copy(tmp / lang)
+            port, token = free_port(), secrets.token_hex(16)
+            log = tmp / f"lab-{lang}.log"
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_"))}
+            env.update(JUPYTER_CONFIG_PATH=str(root / "autograder/data/jupyter"), COURSE_NO_PROGRESS="1",
+                       MPLBACKEND="module://matplotlib_inline.backend_inline")
+            with open(log, "wb") as out:
+                proc = subprocess.Popen(
+                    [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
+                     f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+                     f"--ServerApp.root_dir={root}", f"--LabApp.app_settings_dir={root / 'autograder/data/jupyter/lab' / lang}",
+                     "--LabApp.expose_app_in_browser=True", *(["--allow-root"] if os.geteuid() == 0 else [])],
+                    cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append(proc)
+            wait_for(f"http://127.0.0.1:{port}/api/status", token, proc, log)
+            servers[lang] = {"url": f"http://127.0.0.1:{port}", "token": token, "root": root, "log": log}
+        yield servers
+    finally:
+        for proc in procs:
+            stop(proc)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class Lab:
+    """One browser page on one server; console errors and page errors are collected as they happen."""
+
+    def __init__(self, browser, server, shots: Path, name: str):
+        self.server, self.shots, self.name, self.errors, self.step = server, shots, name, [], 0
+        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+    def open(self, path: str) -> None:
+        self.page.goto(f"{self.server['url']}/lab/tree/{path}?reset&token={self.server['token']}")  # a fresh workspace
+        self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=60_000)
+        self.page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && w.context.isReady"
+            " && (!w.sessionContext || (w.sessionContext.session && w.sessionContext.session.kernel"
+            " && w.sessionContext.session.kernel.status === 'idle')); }", timeout=120_000)
+
+    def shot(self, what: str) -> Path:
+        self.step += 1
+        path = self.shots / f"{self.name}-{self.step:02d}-{what}.png"
+        self.page.screenshot(path=str(path), full_page=False)
+        return path
+
+    def command(self, command_id: str, args: dict | None = None):
+        return self.page.evaluate("([c, a]) => window.jupyterapp.commands.execute(c, a)", [command_id, args or {}])
+
+    def run_all(self, seconds: float = RUN_S) -> None:
+        self.command("notebook:run-all-cells")
+        self.wait_idle(seconds)
+
+    def wait_idle(self, seconds: float = RUN_S) -> None:
+        """Until no cell is queued or running and the kernel is idle."""
+        self.page.wait_for_timeout(500)
+        self.page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget;"
+            " const busy = [...w.content.node.querySelectorAll('.jp-InputArea-prompt')].some(p => p.textContent.includes('*'));"
+            " return !busy && w.sessionContext.session.kernel.status === 'idle'; }", timeout=seconds * 1000, polling=500)
+        self.page.wait_for_timeout(500)
+
+    def cells(self) -> list[dict]:
+        """The notebook model's cells as JSON (source, outputs), as JupyterLab holds them now."""
+        return self.page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.content.model.toJSON().cells")
+
+
+def _text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        return "".join(output.get("text", ""))
+    if output.get("output_type") == "error":
+        return "\n".join(output.get("traceback", []))
+    data = output.get("data", {})
+    return "".join(data.get("text/plain", ""))
+
+
+def no_tofu(page, selector: str) -> bool:
+    """Hangul in ``selector`` renders as real glyphs: two different syllables drawn in its font differ (tofu boxes
+    would be identical)."""
+    return page.evaluate("""(sel) => {
+        const el = document.querySelector(sel); if (!el) return false;
+        const s = getComputedStyle(el); const font = `${s.fontSize} ${s.fontFamily}`;
+        const draw = (ch) => { const c = document.createElement('canvas'); c.width = 48; c.height = 48;
+            const x = c.getContext('2d'); x.font = font; x.fillStyle = '#000'; x.fillText(ch, 4, 36);
+            return Array.from(x.getImageData(0, 0, 48, 48).data).join(','); };
+        return draw('가') !== draw('힣') && draw('한') !== draw('\\u{10FFFD}'); }""", selector)
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_start_page_renders_and_its_links_open_lessons(browser, labs, shots, lang):
+    lab = Lab(browser, labs[lang], shots, f"start-{lang}")
+    lab.open(f"lessons/00_start_here/lesson.{lang}.ipynb")
+    lab.shot("start-page")
+    assert no_tofu(lab.page, ".jp-MarkdownCell .jp-RenderedMarkdown"), "Hangul in the start page renders as boxes"
+    menu = lab.page.locator(".lm-MenuBar-itemLabel").first.inner_text()
+    assert (menu == "파일") == (lang == "ko"), f"interface language: the first menu reads {menu!r}"
+    assert no_tofu(lab.page, ".lm-MenuBar-itemLabel"), "Hangul in the menus renders as boxes"
+    link = lab.page.locator(f".jp-RenderedMarkdown table a[href*='01_devices/lesson.{lang}.ipynb']").first  # the module map
+    link.click()
+    lab.page.wait_for_function(
+        f"() => window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.title.label.includes('lesson.{lang}')"
+        " && window.jupyterapp.shell.currentWidget.context.path.includes('01_devices')", timeout=60_000)
+    lab.shot("lesson-01-opened")
+    assert not lab.errors, "\n".join(lab.errors)
+
+
+def _figure_cells(cells: list[dict]) -> list[int]:
+    """Code cells whose source draws a figure (plt.show or a returned Figure)."""
+    return [i for i, c in enumerate(cells) if c["cell_type"] == "code"
+            and re.search(r"plt\.show\(\)|\bdisplay\(fig\b", "".join(c["source"]))]
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_a_lesson_runs_in_the_browser_without_errors(browser, labs, shots, lang):
+    lab = Lab(browser, labs[lang], shots, f"lesson-{lang}")
+    lab.open(LESSONS[lang])
+    lab.run_all()
+    lab.shot("run-all")
+    cells = lab.cells()
+    problems = []
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        outputs = cell.get("outputs", [])
+        for out in outputs:
+            if out["output_type"] == "error":
+                problems.append(f"cell {i}: error {out.get('ename')}: {out.get('evalue')}")
+            if out["output_type"] == "stream" and out.get("name") == "stderr":
+                problems.append(f"cell {i}: stderr: {_text(out)[:300]}")
+        quizzes = len(re.findall(r"\bquiz\(", source))
+        widgets = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+        if quizzes and len(widgets) != quizzes:
+            problems.append(f"cell {i}: {quizzes} quiz call(s), {len(widgets)} widget(s) shown")
+    for i in _figure_cells(cells):
+        if not any("image/png" in o.get("data", {}) for o in cells[i].get("outputs", [])):
+            problems.append(f"cell {i}: no figure drawn")
+    rendered = lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.node.innerText")
+    if "Error displaying widget" in rendered:
+        problems.append("a widget shows 'Error displaying widget'")
+    assert not problems, "\n".join(problems)
+    slider = lab.page.locator(".widget-slider .noUi-handle, .widget-slider input[type=range]").first
+    if slider.count():
+        area = slider.locator("xpath=ancestor::div[contains(@class,'jp-Cell')][1]//div[contains(@class,'jp-OutputArea')]").last
+        before = area.inner_html()
+        slider.scroll_into_view_if_needed()
+        slider.focus()
+        for _ in range(3):
+            lab.page.keyboard.press("ArrowRight")
+        lab.page.wait_for_timeout(1500)
+        lab.shot("slider-moved")
+        assert area.inner_html() != before, "moving a slider did not change its output"
+    assert not lab.errors, "\n".join(lab.errors)
+
+
+def _reference_answer(exercise: str, cell_id: str) -> str:
+    """The reference solution of an answer cell: the solutions notebook's cell without nbgrader's markers."""
+    source = nbformat.read(str(REPO / exercise.replace("exercises/", "solutions/", 1)), as_version=4)
+    cell = next(c for c in source.cells if c.get("id") == cell_id)
+    return re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", cell.source, flags=re.M)
+
+
+def test_an_exercise_check_validate_assignments_and_formgrader(browser, labs, shots):
+    lab = Lab(browser, labs["ko"], shots, "exercise")
+    lab.open(EXERCISE)
+    cells = lab.cells()
+    answer = next(i for i, c in enumerate(cells) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    check = next(i for i, c in enumerate(cells) if i > answer and c.get("metadata", {}).get("nbgrader", {}).get("grade"))
+    setup = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and i < answer]
+    notebook = "window.jupyterapp.shell.currentWidget.content"
+    for i in setup + [check]:
+        lab.page.evaluate(f"(i) => {{ {notebook}.activeCellIndex = i; }}", i)
+        lab.command("notebook:run-cell")
+        lab.wait_idle()
+    verdict = "\n".join(_text(o) for o in lab.cells()[check].get("outputs", []))
+    lab.shot("check-before-answer")
+    assert "❌" in verdict and re.search(r"[\uac00-\ud7a3]", verdict) and re.search(r"[A-Za-z]{4}", verdict), verdict
+    # Type the reference answer into the answer cell, as a learner would, then run it and its check.
+    code = _reference_answer(EXERCISE, cells[answer]["id"])
+    lab.page.evaluate(f"(i) => {{ {notebook}.activeCellIndex = i; }}", answer)
+    editor = lab.page.locator(".jp-Notebook .jp-Cell.jp-mod-active .cm-content")
+    editor.click()
+    lab.page.keyboard.press("Control+a")
+    lab.page.keyboard.press("Delete")
+    lab.page.keyboard.insert_text(code)
+    typed = "".join(lab.cells()[answer]["source"])
+    assert typed.strip() == code.strip(), f"the editor changed the typed answer:\n{typed}"
+    for i in (answer, check):
+        lab.page.evaluate(f"(i) => {{ {notebook}.activeCellIndex = i; }}", i)
+        lab.command("notebook:run-cell")
+        lab.wait_idle()
+    verdict = "\n".join(_text(o) for o in lab.cells()[check].get("outputs", []))
+    lab.shot("check-after-answer")
+    assert "✅" in verdict and "❌" not in verdict, verdict
+    lab.command("docmanager:save")
+    lab.page.get_by_role("button", name="Validate").click()
+    dialog = lab.page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=RUN_S * 1000)
+    lab.page.wait_for_function("() => !document.querySelector('.jp-Dialog').innerText.includes('Validating')",
+                               timeout=RUN_S * 1000)
+    lab.shot("validate")
+    report = dialog.inner_text()
+    assert "NotImplementedError" in report or "❌" in report, f"Validate with unanswered tasks must fail:\n{report[:2000]}"
+    lab.page.keyboard.press("Escape")
+    for command, where in (("nbgrader:open-assignment-list", "assignments"), ("nbgrader:open-formgrader", "formgrader")):
+        lab.command(command)
+        lab.page.wait_for_timeout(4000)
+        lab.shot(where)
+        text = lab.page.locator(".lm-DockPanel-widget:visible").last.inner_text()
+        for bad in ("Error fetching courses", "does not exist", "Loading, please wait"):
+            assert bad not in text, f"{where}: {bad!r}\n{text[:1500]}"
+    assert not lab.errors, "\n".join(lab.errors)
