@@ -96,6 +96,7 @@ def _config(job: Job, root: Path, notes: Path):
                                                 LimitOutput, SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
     run = config.SandboxedExecute
     run.isolate, run.seed, run.notes_file = job.isolate, job.seed, str(notes)
+    run.shutdown_kernel = "immediate"  # its outputs are in; a graceful shutdown only waits (~0.2 s a submission)
     run.memory_limit, run.notebook_timeout = job.limits.memory_bytes, job.limits.notebook_s
     run.lock_file = str(Path(job.scratch) / "device.lock")
     run.private_paths = [str(job.course.root), job.scratch, str(config.Exchange.get("root", "/srv/nbgrader/exchange"))]
