@@ -1,0 +1,649 @@
+"""Tasks of module 07 (writing kernels): nine puzzles, each a kernel the check launches on visible and hidden shapes.
+
+Every Numba kernel is traced on the simulator (:func:`traffic.trace`; on a GPU it also runs there, and its values
+are the GPU's), so a check sees more than the numbers: accesses out of bounds, elements written never or twice,
+global reads and writes against the task's budget, atomics, races on shared and global memory, and the sectors
+per warp request. Inputs are small integers stored as float32, so sums are exact and values compare exactly. The
+Triton task counts loads and stores on the interpreter (:func:`traffic.trace_triton`). The copy task is a
+measurement: the learner's copy kernel, timed by the learner, side by side with the course's copy kernel (on the
+simulator where there is no GPU: there it grades the bytes counted and the method, not the hardware).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ...checks import referee
+from ...checks.core import Part, Task
+from ...i18n import Message, msg
+from . import device, traffic
+
+POOL_TPB, DOT_TPB, SCAN_TPB, TILE = 64, 64, 128, 16
+BROADCAST_BLOCK = (16, 8)          # (x: columns, y: rows)
+SECTORS_MAX = 8.0                  # matmul: coalesced tile loads stay at or below this many sectors per request
+SPEC_CAP = 1.05
+
+
+def _m(key: str, **values) -> Message:
+    return msg(f"m07.{key}", **values)
+
+
+def _label(ko: str, en: str) -> Message:
+    return Message(ko, en)
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division: the number of blocks of ``b`` threads that cover ``a`` elements."""
+    return -(-a // b)
+
+
+def ints(case: dict, name: str, shape) -> np.ndarray:
+    """The case's input ``name``: small integers (-4..4) as float32, from the case's seed (sums stay exact)."""
+    rng = np.random.default_rng([case["seed"], sum(map(ord, name))])
+    return rng.integers(-4, 5, size=shape).astype(np.float32)
+
+
+def _values(a: np.ndarray) -> list:
+    return [None if not math.isfinite(v) else (int(v) if float(v).is_integer() else float(v))
+            for v in np.asarray(a, dtype=np.float64).ravel().tolist()]
+
+
+def _blank(shape) -> np.ndarray:
+    return np.full(shape, np.nan, dtype=np.float32)
+
+
+def report(record: traffic.Trace, outputs: dict) -> dict:
+    """A trace and the output arrays as plain data (what a check records)."""
+    return {
+        "error": record.error,
+        "oob": [[name, list(index), kind] for name, index, kind, *_ in record.oob[:3]],
+        "reads": dict(record.reads), "writes": dict(record.writes), "atomics": dict(record.atomics),
+        "shared": [record.shared_reads, record.shared_writes],
+        "races": [[r.space, r.array, r.kind, list(r.index), r.phase] for r in record.races[:3]],
+        "sectors": {name: record.sectors_per_request(name) for name in record.requests},
+        "coverage": {name: [int((w == 0).sum()), int(w.max()) if w.size else 0]
+                     for name, w in record.written.items() if name in outputs},
+        "values": {name: _values(a) for name, a in outputs.items()},
+        "threads": record.threads,
+    }
+
+
+def _kernel(learner: Any):
+    traffic.python_function(learner)   # raises NotAKernel with a clear name
+    return learner
+
+
+def _hint(error: str) -> Message | None:
+    if "NotAKernel" in error or "not a @cuda.jit" in error:
+        return _m("hint_not_kernel")
+    return None
+
+
+# ---------------------------------------------------------------- shared scoring rules
+def _crashed(answer: dict) -> Part | None:
+    """A kernel that raised (other than out of bounds): nothing else can be judged."""
+    error = answer.get("error")
+    if error and not answer.get("oob"):
+        return Part(False, _m("kernel_raised", error=error[:300]))
+    return None
+
+
+def _oob_part(case_text: str, answer: dict, edge: int | None = None, name_edge: str = "", name_other: str = "",
+              label: Message | None = None) -> Part:
+    """No access out of bounds; an access exactly one past the end names ``name_edge``, others ``name_other``."""
+    oob = answer.get("oob") or []
+    if not oob:
+        return Part(True, _m("no_oob"), label=label)
+    name, index, kind = oob[0]
+    at_edge = edge is not None and all(o[1][0] == edge for o in oob)
+    mistake = (name_edge if at_edge else name_other) or None
+    key = f"mistake.{mistake}" if mistake else "oob"
+    return Part(False, _m(key, case=case_text, array=name, index=index, kind=kind), mistake=mistake, label=label)
+
+
+def _values_part(case_text: str, answer: dict, want: dict, label: Message | None = None, mistake: str | None = None,
+                 rel: float = 0.0, message: Message | None = None) -> Part:
+    for name, expected in want.items():
+        got = (answer.get("values") or {}).get(name)
+        if got is None or len(got) != len(expected):
+            return Part(False, _m("values_shape", case=case_text, array=name), label=label)
+        a = np.array([np.nan if v is None else v for v in got], dtype=np.float64)
+        b = np.array(expected, dtype=np.float64)
+        bad = np.flatnonzero(~np.isclose(a, b, rtol=rel, atol=1e-6 if rel else 0.0))
+        if bad.size:
+            i = int(bad[0])
+            return Part(False, message or _m("values_wrong", case=case_text, array=name, index=i, want=expected[i],
+                                             found=got[i], count=int(bad.size)), mistake=mistake, label=label)
+    return Part(True, _m("values_right", case=case_text), label=label)
+
+
+def _race_part(case_text: str, answer: dict, space: str, mistake: str, label: Message | None = None) -> Part:
+    race = next((r for r in answer.get("races") or [] if r[0] == space), None)
+    if race is None:
+        return Part(True, _m("no_race"), label=label)
+    _, array, kind, index, phase = race
+    key = "uninitialised" if kind == "uninitialised" else f"mistake.{mistake}"
+    return Part(False, _m(key, case=case_text, array=array_name(array), index=index[0] if len(index) == 1 else index,
+                          kind=kind, phase=phase), mistake=None if kind == "uninitialised" else mistake, label=label)
+
+
+def array_name(array: str) -> Message | str:
+    """``shared@12`` -> the shared array declared on line 12 (of the notebook cell); a global array's own name."""
+    if array.startswith("shared@"):
+        line = array.split("@", 1)[1]
+        return Message(f"{line}행에서 선언한 공유 배열", f"the shared array declared on line {line}")
+    return array
+
+
+def _coverage(answer: dict, name: str) -> tuple[int, int]:
+    never, most = (answer.get("coverage") or {}).get(name, [0, 0])
+    return never, most
+
+
+# ---------------------------------------------------------------- 1. guard and blocks
+def _guard_visible() -> list:
+    return [{"n": 1000, "threads": 128, "seed": 1}, {"n": 256, "threads": 128, "seed": 2},
+            {"n": 1, "threads": 128, "seed": 3}]
+
+
+def _guard_answer(learner, case) -> dict:
+    kernel, blocks_for = learner
+    _kernel(kernel)
+    n, threads = case["n"], case["threads"]
+    blocks = blocks_for(n, threads)
+    if not isinstance(blocks, (int, np.integer)) or isinstance(blocks, bool) or blocks < 1:
+        return {"blocks": repr(blocks)[:80]}
+    blocks = int(blocks)
+    if blocks * threads > 64 * n + 4096:
+        return {"blocks": blocks, "error": "too many blocks to simulate"}
+    record, (out, *_rest) = device.execute(kernel, blocks, threads, _blank(n), ints(case, "x", n), n)
+    return {"blocks": blocks, **report(record, {"out": out})}
+
+
+def _guard_score(case, answer, want) -> list[Part]:
+    n, threads = case["n"], case["threads"]
+    text = f"n={n}, {threads} threads/block"
+    blocks, need = answer.get("blocks"), cdiv(n, threads)
+    if not isinstance(blocks, int):
+        return [Part(False, _m("blocks_type", found=blocks))]
+    label_b, label_g, label_v = (_label(f"{text} → 블록 수", f"{text} → blocks"),
+                                 _label(f"{text} → 가드", f"{text} → guard"), _label(f"{text} → 값", f"{text} → values"))
+    if blocks < need:
+        part_b = Part(False, _m("mistake.too_few_blocks", n=n, threads=threads, blocks=blocks, need=need,
+                                missing=n - blocks * threads), mistake="too_few_blocks", label=label_b)
+    elif blocks > need:
+        part_b = Part(False, _m("mistake.extra_block", n=n, threads=threads, blocks=blocks, need=need),
+                      mistake="extra_block", label=label_b)
+    else:
+        part_b = Part(True, _m("blocks_right"), label=label_b)
+    crashed = _crashed(answer)
+    if crashed:
+        return [part_b, crashed]
+    part_g = _oob_part(text, answer, edge=n, name_edge="off_by_one_guard", name_other="no_guard", label=label_g)
+    never, most = _coverage(answer, "out")
+    if answer.get("oob"):
+        part_v = Part(False, _m("values_unknown", case=text), label=label_v)
+    elif never and blocks < need:
+        part_v = Part(False, _m("unwritten", case=text, count=never), mistake="too_few_blocks", label=label_v)
+    else:
+        part_v = _values_part(text, answer, want, label=label_v)
+    return [part_b, part_g, part_v]
+
+
+# ---------------------------------------------------------------- 2. 2D broadcast
+def _broadcast_visible() -> list:
+    return [{"rows": 20, "cols": 37, "seed": 4}, {"rows": 33, "cols": 9, "seed": 5}]
+
+
+def broadcast_grid(rows: int, cols: int) -> tuple:
+    bx, by = BROADCAST_BLOCK
+    return (cdiv(cols, bx), cdiv(rows, by))
+
+
+def _broadcast_answer(kernel, case) -> dict:
+    rows, cols = case["rows"], case["cols"]
+    record, (out, *_rest) = device.execute(_kernel(kernel), broadcast_grid(rows, cols), BROADCAST_BLOCK,
+                                           _blank((rows, cols)), ints(case, "a", rows), ints(case, "b", cols))
+    return report(record, {"out": out})
+
+
+def _broadcast_score(case, answer, want) -> list[Part]:
+    rows, cols = case["rows"], case["cols"]
+    text = f"{rows}×{cols}"
+    crashed = _crashed(answer)
+    if crashed:
+        return [crashed]
+    parts = []
+    oob = answer.get("oob") or []
+    if oob:
+        name, index, kind = oob[0]
+        beyond_rows = len(index) > 1 and index[0] >= rows
+        mistake = "row_col_swap" if beyond_rows and rows < cols else "guard_one_dim"
+        parts.append(Part(False, _m(f"mistake.{mistake}", case=text, array=name, index=index, kind=kind)
+                          if mistake == "guard_one_dim" else _m(f"mistake.{mistake}", case=text),
+                          mistake=mistake, label=_label(f"{text} → 가드", f"{text} → guard")))
+        return parts + [Part(False, _m("values_unknown", case=text))]
+    never, _ = _coverage(answer, "out")
+    if never:
+        return [Part(False, _m("mistake.row_col_swap", case=text),
+                     mistake="row_col_swap", label=_label(f"{text} → 모든 원소", f"{text} → every element"))]
+    return [Part(True, _m("no_oob"), label=_label(f"{text} → 가드", f"{text} → guard")),
+            _values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values"))]
+
+
+# ---------------------------------------------------------------- 3. a fixed grid: grid-stride loop
+def _stride_visible() -> list:
+    return [{"n": 1000, "blocks": 2, "threads": 32, "seed": 6}, {"n": 40, "blocks": 2, "threads": 32, "seed": 7}]
+
+
+def _stride_answer(kernel, case) -> dict:
+    n = case["n"]
+    record, (out, *_rest) = device.execute(_kernel(kernel), case["blocks"], case["threads"], _blank(n),
+                                           ints(case, "x", n), ints(case, "y", n), n)
+    return report(record, {"out": out})
+
+
+def _stride_score(case, answer, want) -> list[Part]:
+    n, blocks, threads = case["n"], case["blocks"], case["threads"]
+    text = f"n={n}, {blocks}×{threads} threads"
+    crashed = _crashed(answer)
+    if crashed:
+        return [crashed]
+    never, most = _coverage(answer, "out")
+    label = _label(f"{text} → 원소마다 한 번", f"{text} → each element once")
+    if answer.get("oob"):
+        once = _oob_part(text, answer, label=label)
+    elif never:
+        once = Part(False, _m("mistake.no_loop", case=text, count=never, grid=blocks * threads), mistake="no_loop",
+                    label=label)
+    elif most > 1:
+        once = Part(False, _m("mistake.stride_block_only", case=text, most=most, grid=blocks * threads),
+                    mistake="stride_block_only", label=label)
+    else:
+        once = Part(True, _m("each_once"), label=label)
+    reads = sum((answer.get("reads") or {}).values())
+    traffic_ok = Part(reads == 2 * n, _m("reads_exact", case=text, want=2 * n, found=reads),
+                      label=_label(f"{text} → 읽기 2n", f"{text} → 2n reads"))
+    return [once, traffic_ok, _values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values"))]
+
+
+# ---------------------------------------------------------------- 4. shared-memory stencil (window of 3)
+def _pool_visible() -> list:
+    return [{"n": 200, "seed": 8}, {"n": 64, "seed": 9}]
+
+
+def pool_budget(n: int, threads: int = POOL_TPB) -> int:
+    """Global reads of a tiled 3-point window: each element once, plus two halo elements per block."""
+    return n + 2 * cdiv(n, threads)
+
+
+def _pool_answer(kernel, case) -> dict:
+    n = case["n"]
+    record, (out, *_rest) = device.execute(_kernel(kernel), cdiv(n, POOL_TPB), POOL_TPB, _blank(n),
+                                           ints(case, "x", n), n)
+    return report(record, {"out": out})
+
+
+def _edges_only(answer: dict, want: dict, threads: int) -> bool:
+    got, expected = answer["values"]["out"], want["out"]
+    bad = [i for i, (g, w) in enumerate(zip(got, expected)) if g != w]
+    return bool(bad) and all(i % threads in (0, threads - 1) for i in bad)
+
+
+def _pool_score(case, answer, want) -> list[Part]:
+    n = case["n"]
+    text = f"n={n}"
+    crashed = _crashed(answer)
+    if crashed:
+        return [crashed]
+    parts = [_oob_part(text, answer, label=_label(f"{text} → 범위", f"{text} → bounds")),
+             _race_part(text, answer, "shared", "missing_sync", label=_label(f"{text} → 동기화", f"{text} → barrier"))]
+    reads, budget = (answer.get("reads") or {}).get("x", 0), pool_budget(n)
+    over = reads > budget
+    parts.append(Part(not over, _m("mistake.global_in_loop" if over else "reads_within", case=text, found=reads,
+                                   budget=budget, naive=3 * n), mistake="global_in_loop" if over else None,
+                      label=_label(f"{text} → 전역 읽기", f"{text} → global reads")))
+    if answer.get("oob"):
+        parts.append(Part(False, _m("values_unknown", case=text)))
+    elif _edges_only(answer, want, POOL_TPB):
+        parts.append(Part(False, _m("mistake.no_halo", case=text, threads=POOL_TPB), mistake="no_halo",
+                          label=_label(f"{text} → 값", f"{text} → values")))
+    else:
+        parts.append(_values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values")))
+    return parts
+
+
+# ---------------------------------------------------------------- 5. dot product: block reduction
+def _dot_visible() -> list:
+    return [{"n": 300, "seed": 10}, {"n": 64, "seed": 11}]
+
+
+def _dot_answer(kernel, case) -> dict:
+    n = case["n"]
+    record, (out, *_rest) = device.execute(_kernel(kernel), cdiv(n, DOT_TPB), DOT_TPB, np.zeros(1, np.float32),
+                                           ints(case, "a", n), ints(case, "b", n), n)
+    return report(record, {"out": out})
+
+
+def _dot_score(case, answer, want) -> list[Part]:
+    n = case["n"]
+    blocks = cdiv(n, DOT_TPB)
+    text = f"n={n}"
+    crashed = _crashed(answer)
+    if crashed:
+        return [crashed]
+    parts = [_oob_part(text, answer, label=_label(f"{text} → 범위", f"{text} → bounds")),
+             _race_part(text, answer, "shared", "missing_sync", label=_label(f"{text} → 동기화", f"{text} → barrier")),
+             _race_part(text, answer, "global", "non_atomic", label=_label(f"{text} → out[0] 갱신", f"{text} → out[0] update"))]
+    atomics = (answer.get("atomics") or {}).get("out", 0)
+    reads = answer.get("reads") or {}
+    parts.append(Part(atomics <= blocks, _m("mistake.atomic_per_thread" if atomics > blocks else "atomics_within",
+                                            case=text, found=atomics, blocks=blocks),
+                      mistake="atomic_per_thread" if atomics > blocks else None,
+                      label=_label(f"{text} → 블록당 원자적 덧셈 하나", f"{text} → one atomic per block")))
+    ok_reads = reads.get("a", 0) == n and reads.get("b", 0) == n
+    parts.append(Part(ok_reads, _m("reads_each_once", case=text, n=n, a=reads.get("a", 0), b=reads.get("b", 0)),
+                      label=_label(f"{text} → a, b 한 번씩", f"{text} → a, b once")))
+    parts.append(_values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → value")))
+    return parts
+
+
+# ---------------------------------------------------------------- 6. exclusive prefix sum in one block
+def _scan_visible() -> list:
+    return [{"n": 128, "seed": 12}, {"n": 77, "seed": 13}]
+
+
+def _scan_answer(kernel, case) -> dict:
+    n = case["n"]
+    record, (out, *_rest) = device.execute(_kernel(kernel), 1, SCAN_TPB, _blank(n), ints(case, "x", n), n)
+    return report(record, {"out": out})
+
+
+def _scan_score(case, answer, want) -> list[Part]:
+    n = case["n"]
+    text = f"n={n}"
+    crashed = _crashed(answer)
+    if crashed:
+        return [crashed]
+    parts = [_oob_part(text, answer, label=_label(f"{text} → 범위", f"{text} → bounds")),
+             _race_part(text, answer, "shared", "in_place_race", label=_label(f"{text} → 동기화", f"{text} → barriers"))]
+    reads = (answer.get("reads") or {}).get("x", 0)
+    parts.append(Part(reads <= n, _m("reads_within", case=text, found=reads, budget=n, naive=n * (n + 1) // 2),
+                      label=_label(f"{text} → 전역 읽기", f"{text} → global reads")))
+    got = (answer.get("values") or {}).get("out") or []
+    inclusive = want["out"][1:] + [want["out"][-1] + want["x_last"]] if want["out"] else []
+    if got == inclusive and got != want["out"]:
+        parts.append(Part(False, _m("mistake.inclusive", case=text), mistake="inclusive",
+                          label=_label(f"{text} → 값", f"{text} → values")))
+    else:
+        parts.append(_values_part(text, answer, {"out": want["out"]}, label=_label(f"{text} → 값", f"{text} → values")))
+    return parts
+
+
+# ---------------------------------------------------------------- 7. tiled C = A Bᵀ
+def _matmul_visible() -> list:
+    return [{"m": 40, "n": 24, "k": 36, "seed": 14}]
+
+
+def matmul_budget(m: int, n: int, k: int, tile: int = TILE) -> dict:
+    """Global reads of a tiled C = A Bᵀ: A (m×k) once per column of tiles of C, B (n×k) once per row of tiles."""
+    return {"a": m * k * cdiv(n, tile), "b": n * k * cdiv(m, tile)}
+
+
+def _matmul_answer(kernel, case) -> dict:
+    m, n, k = case["m"], case["n"], case["k"]
+    record, (out, *_rest) = device.execute(_kernel(kernel), (cdiv(n, TILE), cdiv(m, TILE)), (TILE, TILE),
+                                           _blank((m, n)), ints(case, "a", (m, k)), ints(case, "b", (n, k)), m, n, k)
+    return report(record, {"c": out})
+
+
+def _matmul_score(case, answer, want) -> list[Part]:
+    m, n, k = case["m"], case["n"], case["k"]
+    text = f"A {m}×{k}, B {n}×{k}"
+    crashed = _crashed(answer)
+    if crashed:
+        return [crashed]
+    parts = [_oob_part(text, answer, name_other="no_boundary", label=_label(f"{text} → 범위", f"{text} → bounds")),
+             _race_part(text, answer, "shared", "missing_sync", label=_label(f"{text} → 동기화", f"{text} → barriers"))]
+    reads, budget = answer.get("reads") or {}, matmul_budget(m, n, k)
+    over = {x: reads.get(x, 0) for x in ("a", "b") if reads.get(x, 0) > budget[x]}
+    parts.append(Part(not over, _m("mistake.naive" if over else "matmul_reads", case=text, a=reads.get("a", 0),
+                                   b=reads.get("b", 0), budget_a=budget["a"], budget_b=budget["b"],
+                                   naive=m * n * k, tile=TILE), mistake="naive" if over else None, weight=2,
+                      label=_label(f"{text} → 전역 읽기 예산", f"{text} → global-read budget")))
+    sectors = answer.get("sectors") or {}
+    worst = max((sectors.get(x) or 0.0) for x in ("a", "b"))
+    bad = "b" if (sectors.get("b") or 0) > SECTORS_MAX else "a"
+    parts.append(Part(worst <= SECTORS_MAX, _m("mistake.uncoalesced_b" if worst > SECTORS_MAX else "coalesced",
+                                               case=text, array=bad, found=worst, most=SECTORS_MAX),
+                      mistake="uncoalesced_b" if worst > SECTORS_MAX else None,
+                      label=_label(f"{text} → 합병 접근", f"{text} → coalescing")))
+    if answer.get("oob"):
+        parts.append(Part(False, _m("values_unknown", case=text)))
+    else:
+        parts.append(_values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values")))
+    return parts
+
+
+# ---------------------------------------------------------------- 8. Triton: softmax of each row
+def _softmax_visible() -> list:
+    return [{"rows": 4, "cols": 37, "seed": 15, "scale": 1.0}, {"rows": 3, "cols": 100, "seed": 16, "scale": 400.0}]
+
+
+def softmax_inputs(case: dict) -> np.ndarray:
+    rng = np.random.default_rng([case["seed"], 99])
+    return (rng.standard_normal((case["rows"], case["cols"])) * case["scale"]).astype(np.float32)
+
+
+def block_for(cols: int) -> int:
+    """The power of two at or above ``cols`` (a Triton block's length must be a power of two)."""
+    return 1 << max(0, (cols - 1).bit_length())
+
+
+def _softmax_answer(kernel, case) -> dict:
+    if device.TRITON_MISSING is not None:
+        return {"skipped": device.TRITON_MISSING.en, "skipped_ko": device.TRITON_MISSING.ko}
+    import torch
+    rows, cols = case["rows"], case["cols"]
+    x = torch.tensor(softmax_inputs(case), device=device.TRITON_DEVICE)
+    y = torch.full_like(x, float("nan"))
+    launch = lambda: kernel[(rows,)](x, y, cols, BLOCK=block_for(cols))  # noqa: E731
+    with warnings.catch_warnings(), np.errstate(all="ignore"):   # exp overflow is the learner's to see in y
+        warnings.simplefilter("ignore")
+        if device.TRITON_INTERPRETED:
+            record = traffic.trace_triton(launch, {"x": x, "y": y})
+            if record.error and "NotImplementedError" in record.error:
+                raise NotImplementedError()
+            loads, stores, error = dict(record.loads), dict(record.stores), record.error
+            outside = bool(record.outside)
+        else:
+            loads = stores = None
+            outside, error = False, None
+            try:
+                launch()
+                torch.cuda.synchronize()
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # the learner's kernel may raise anything
+                error = f"{type(exc).__name__}: {exc}"[:400]
+    return {"error": error, "outside": outside, "loads": loads, "stores": stores, "values": {"y": _values(y.cpu().numpy())}}
+
+
+def _softmax_score(case, answer, want) -> list[Part]:
+    if answer.get("skipped"):
+        return [Part(False, Message(answer["skipped_ko"], answer["skipped"]))]
+    rows, cols = case["rows"], case["cols"]
+    text = f"{rows}×{cols}, |x| ~ {case['scale']:g}"
+    if answer.get("outside") or ((answer.get("loads") or {}).get("y", 0) > 0):
+        return [Part(False, _m("mistake.no_mask", case=text, block=block_for(cols), cols=cols), mistake="no_mask")]
+    if answer.get("error"):
+        return [Part(False, _m("kernel_raised", error=answer["error"][:300]))]
+    parts = []
+    loads, stores = answer.get("loads"), answer.get("stores")
+    if loads is not None:
+        ok = loads.get("x", 0) == rows * cols and stores.get("y", 0) == rows * cols
+        if loads.get("x", 0) > rows * cols and (answer.get("values") or {}).get("y"):
+            ok = False
+        parts.append(Part(ok, _m("softmax_traffic", case=text, want=rows * cols, loads=loads.get("x", 0),
+                                 stores=stores.get("y", 0)),
+                          label=_label(f"{text} → 한 번 읽고 한 번 쓰기", f"{text} → read once, write once")))
+    got = (answer.get("values") or {}).get("y") or []
+    if any(v is None for v in got):
+        parts.append(Part(False, _m("mistake.no_max", case=text), mistake="no_max",
+                          label=_label(f"{text} → 값", f"{text} → values")))
+        return parts
+    sums = [sum(got[r * cols:(r + 1) * cols]) for r in range(rows)] if len(got) == rows * cols else []
+    if sums and any(s < 0.999 for s in sums):
+        parts.append(Part(False, _m("mistake.other_zero", case=text, total=min(sums)), mistake="other_zero",
+                          label=_label(f"{text} → 값", f"{text} → values")))
+        return parts
+    parts.append(_values_part(text, answer, want, rel=1e-5, label=_label(f"{text} → 값", f"{text} → values")))
+    return parts
+
+
+# ---------------------------------------------------------------- 9. copy bandwidth, side by side
+COPY_FLOOR, COPY_CEILING, SIM_ELEMENTS = 64 * 2**20, 2**30, 2048
+
+
+def _copy_visible() -> list:
+    return [{"factor": 4, "seed": 17}]
+
+
+def copy_elements(case: dict) -> int:
+    """float32 elements of the copy: on a GPU at least ``factor`` x its L2 (64 MiB to 1 GiB); simulated, a few."""
+    if device.SIMULATED:
+        return SIM_ELEMENTS
+    from ...hardware import detect
+    acc = detect().best()
+    l2 = (acc.l2_bytes if acc else None) or 50 * 2**20
+    return int(min(max(case["factor"] * l2, COPY_FLOOR), COPY_CEILING)) // 4
+
+
+def copy_threads(n: int) -> tuple[int, int]:
+    return cdiv(n, 256), 256
+
+
+def _copy_answer(learner, case) -> dict:
+    kernel, measure = learner
+    _kernel(kernel)
+    check_n = 1000
+    record, (dst, src, *_rest) = device.execute(kernel, *copy_threads(check_n), _blank(check_n),
+                                                ints(case, "src", check_n))
+    right = bool(np.array_equal(dst, src))
+    n = copy_elements(case)
+    return {"device": device.DEVICE, "simulated": device.SIMULATED, "n": n, "gbs": _number(measure(n)),
+            "copy": {"right": right, "error": record.error, "oob": bool(record.oob),
+                     "reads": sum(record.reads.values()), "writes": sum(record.writes.values()),
+                     "sectors": record.sectors_per_request("src")}}
+
+
+def _number(value: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)[:80]
+
+
+cuda = device.cuda
+
+
+@cuda.jit
+def reference_copy(dst, src):
+    """The course's copy kernel: one thread per element."""
+    i = cuda.grid(1)
+    if i < src.size:
+        dst[i] = src[i]
+
+
+def reference_copy_gbs(n: int, budget_s: float | None = None) -> float:
+    """The course's copy kernel on ``n`` float32 values, 256 threads per block, timed with the harness
+    (read + write counted)."""
+    from ...harness import time_fn
+    src = cuda.to_device(np.ones(n, np.float32))
+    dst = cuda.device_array(n, np.float32)
+    grid, block = copy_threads(n)
+    budget = budget_s if budget_s is not None else (0.5 if device.SIMULATED else 1.0)
+    timing = time_fn(lambda: reference_copy[grid, block](dst, src), device=device.DEVICE, budget_s=budget)
+    return 2 * n * 4 / timing.median_s / 1e9
+
+
+def _copy_reference(case, answer) -> dict:
+    return {"gbs": reference_copy_gbs(copy_elements(case))}
+
+
+def _spec_bandwidth() -> float | None:
+    from ...reference import spec_profile
+    profile = spec_profile(device.DEVICE) if not device.SIMULATED else None
+    return float(profile.bandwidth_gbs) if profile is not None and profile.bandwidth_gbs else None
+
+
+def _copy_score(case, answer, want) -> list[Part]:
+    from ...expectations import side_by_side
+    rounds = referee.rounds(answer)
+    bad = next((r for r in rounds if not (isinstance(r.get("gbs"), (int, float)) and r["gbs"] > 0)), None)
+    if not rounds or bad is not None:
+        return [Part(False, _m("need_gbs", found=bad.get("gbs") if bad else None))]
+    first = rounds[0]
+    copy = first.get("copy") or {}
+    parts = [Part(bool(copy.get("right")) and not copy.get("oob") and not copy.get("error"),
+                  _m("copy_wrong", error=copy.get("error") or "-"), label=_label("복사 커널 → 값", "copy kernel → values")),
+             Part(copy.get("reads") == 1000 and copy.get("writes") == 1000 and (copy.get("sectors") or 99) <= 4.0,
+                  _m("copy_traffic", reads=copy.get("reads"), writes=copy.get("writes"), sectors=copy.get("sectors")),
+                  label=_label("복사 커널 → 트래픽", "copy kernel → traffic"))]
+    n = first.get("n") or copy_elements(case)
+    simulated = bool(first.get("simulated"))
+    where = _m("copy_where_sim" if simulated else "copy_where_gpu", device=first.get("device"))
+    what = _m("copy_what", n=n, where=where)
+    measured, compared = side_by_side("bandwidth", answer, what, lambda r: r["gbs"], lambda ref: ref["gbs"],
+                                      lambda r: 2 * n * 4 / (r["gbs"] * 1e9), "GB/s")
+    if not measured:   # numbers the referee did not watch being measured: the task is worth nothing
+        return compared
+    parts += compared
+    found = referee.median_ratio(answer, lambda r: r["gbs"], lambda ref: ref["gbs"])
+    ratio = found[0] if found else None
+    if ratio is not None and not compared[0].ok:
+        if 0.4 <= ratio <= 0.6:
+            parts.append(Part(False, _m("mistake.reads_only", ratio=ratio), weight=0, mistake="reads_only"))
+        elif ratio < 0.25 and not simulated:
+            parts.append(Part(False, _m("mistake.host_arrays", ratio=ratio), weight=0, mistake="host_arrays"))
+        elif ratio > 3 and not simulated:
+            parts.append(Part(False, _m("mistake.no_synchronize", ratio=ratio), weight=0, mistake="no_synchronize"))
+    spec = _spec_bandwidth()
+    if spec:
+        gbs = max(r["gbs"] for r in rounds)
+        over = gbs > SPEC_CAP * spec
+        parts.append(Part(not over, _m("mistake.no_synchronize" if over else "below_spec", found=gbs, spec=spec,
+                                       ratio=gbs / spec), mistake="no_synchronize" if over else None))
+    if simulated:
+        parts.append(Part(True, _m("copy_simulated"), weight=0, measured=True))
+    return parts
+
+
+TASKS = {
+    "guard": Task(title=_m("title.guard"), answer=_guard_answer, score=_guard_score, visible=_guard_visible,
+                  hint=_hint, kind="recall", level="warm-up",
+                  mistakes=("no_guard", "off_by_one_guard", "too_few_blocks", "extra_block")),
+    "broadcast": Task(title=_m("title.broadcast"), answer=_broadcast_answer, score=_broadcast_score,
+                      visible=_broadcast_visible, hint=_hint, kind="transfer", level="core",
+                      mistakes=("row_col_swap", "guard_one_dim")),
+    "stride": Task(title=_m("title.stride"), answer=_stride_answer, score=_stride_score, visible=_stride_visible,
+                   hint=_hint, kind="transfer", level="core", mistakes=("no_loop", "stride_block_only")),
+    "pool": Task(title=_m("title.pool"), answer=_pool_answer, score=_pool_score, visible=_pool_visible, hint=_hint,
+                 kind="transfer", level="core", mistakes=("missing_sync", "no_halo", "global_in_loop")),
+    "dot": Task(title=_m("title.dot"), answer=_dot_answer, score=_dot_score, visible=_dot_visible, hint=_hint,
+                kind="recall", level="core", mistakes=("missing_sync", "non_atomic", "atomic_per_thread")),
+    "scan": Task(title=_m("title.scan"), answer=_scan_answer, score=_scan_score, visible=_scan_visible, hint=_hint,
+                 kind="transfer", level="core", mistakes=("in_place_race", "inclusive")),
+    "matmul": Task(title=_m("title.matmul"), answer=_matmul_answer, score=_matmul_score, visible=_matmul_visible,
+                   hint=_hint, kind="transfer", level="stretch",
+                   mistakes=("naive", "missing_sync", "uncoalesced_b", "no_boundary")),
+    "softmax": Task(title=_m("title.softmax"), answer=_softmax_answer, score=_softmax_score,
+                    visible=_softmax_visible, kind="transfer", level="core",
+                    mistakes=("no_max", "other_zero", "no_mask")),
+    "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible, hint=_hint,
+                 measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
+                 mistakes=("reads_only", "host_arrays", "no_synchronize")),
+}

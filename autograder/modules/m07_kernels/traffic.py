@@ -1,0 +1,417 @@
+"""What a kernel does to memory, counted exactly on Numba's CUDA simulator and Triton's interpreter.
+
+:func:`trace` runs a ``@cuda.jit`` kernel on the simulator (also where a real GPU runs it: the simulator takes
+the kernel's Python function) with every array argument wrapped, and returns a :class:`Trace`:
+
+- **global traffic**: element reads and writes per array (an atomic counts as one read and one write), and
+  accesses out of bounds (which NumPy would wrap or raise, and a GPU would not report);
+- **coalescing**: the 32-byte sectors each warp's request touches (the k-th access of one source line by the 32
+  threads of a warp is one request, as on the GPU): 4 sectors per request for 32 consecutive float32 values;
+- **shared memory and barriers**: every access with the number of ``cuda.syncthreads()`` its thread has passed
+  (its *phase*). Two threads of a block that touch one element in the same phase, one of them writing, race:
+  nothing orders them. A read of an element no thread of the block has written before is uninitialised. Both
+  are found from the record, whatever order the simulator happened to run the threads in;
+- **global races**: two threads that touch one element with at least one plain (non-atomic) write, unless they
+  are in the same block and a barrier separates them (nothing orders different blocks within a launch).
+
+:func:`trace_triton` counts the elements a Triton kernel loads and stores per tensor on the interpreter, and
+stops a masked-off-by-mistake access outside every tensor before it happens.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+import threading
+from collections import Counter, defaultdict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SECTOR = 32      # bytes: the unit in which a warp's request is served
+WARP = 32        # threads
+_LOCK = threading.Lock()   # one traced launch at a time (the simulator runs one kernel at a time anyway)
+_ALLOCATING = threading.Lock()
+
+
+class OutOfBounds(IndexError):
+    """A thread read or wrote outside an array."""
+
+
+class NotAKernel(TypeError):
+    """What was given is not a ``@cuda.jit`` kernel."""
+
+
+@dataclass(frozen=True)
+class Race:
+    space: str          # "shared" or "global"
+    array: str
+    index: tuple
+    kind: str           # "read-write", "write-write" or "uninitialised"
+    threads: tuple      # the (block, thread) pairs involved (block and thread as index tuples)
+    phase: int          # barrier phase of the first access in conflict
+
+
+@dataclass
+class Trace:
+    """What one launch did (counts in elements)."""
+
+    grid: tuple
+    block: tuple
+    reads: Counter = field(default_factory=Counter)
+    writes: Counter = field(default_factory=Counter)
+    atomics: Counter = field(default_factory=Counter)
+    shared_reads: int = 0
+    shared_writes: int = 0
+    oob: list = field(default_factory=list)          # (array, index, "read"/"write", block, thread)
+    races: list = field(default_factory=list)
+    requests: Counter = field(default_factory=Counter)   # array -> warp requests
+    sectors: Counter = field(default_factory=Counter)    # array -> 32-byte sectors over all its requests
+    written: dict = field(default_factory=dict)          # array -> writes per element (ndarray of counts)
+    error: str | None = None                              # what the kernel raised, if anything
+
+    @property
+    def threads(self) -> int:
+        return math.prod(self.grid) * math.prod(self.block)
+
+    def sectors_per_request(self, array: str) -> float | None:
+        return self.sectors[array] / self.requests[array] if self.requests[array] else None
+
+    def first_race(self, space: str | None = None) -> Race | None:
+        return next((r for r in self.races if space in (None, r.space)), None)
+
+
+# ---------------------------------------------------------------- the recorder and the traced arrays
+class _Recorder:
+    def __init__(self, grid: tuple, block: tuple):
+        self.grid, self.block = grid, block
+        self.events: list = []   # global: (array, flat, write, atomic, block, thread, phase, line, occurrence)
+        self.shared: list = []   # shared: (key, flat, write, atomic, block, thread, phase)
+        self.oob: list = []
+
+    def who(self) -> tuple:
+        """(block, thread, state) of the calling simulator thread; state holds its phase and counters."""
+        t = threading.current_thread()
+        state = getattr(t, "_m07", None)
+        if state is None:
+            state = t._m07 = {"phase": 0, "atomic": False, "atomic_read": False, "seen": Counter()}
+        return tuple(t.blockIdx), tuple(t.threadIdx), state
+
+
+class Traced:
+    """An array as a kernel sees it, recording every element it reads and writes."""
+
+    def __init__(self, data: np.ndarray, name: str, rec: _Recorder, space: str = "global",
+                 flat: np.ndarray | None = None, key: Any = None):
+        self._data, self._name, self._rec, self._space = data, name, rec, space
+        self._flat = np.arange(data.size).reshape(data.shape) if flat is None else flat
+        self._key = name if key is None else key
+        self.shape, self.ndim, self.size, self.dtype = data.shape, data.ndim, data.size, data.dtype
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"<{self._space} array {self._name} {self.shape} {self.dtype}>"
+
+    def _where(self, idx, write: bool):
+        parts = idx if isinstance(idx, tuple) else (idx,)
+        for d, i in enumerate(parts):
+            if isinstance(i, (int, np.integer)) and not isinstance(i, bool) and (d >= self.ndim or not 0 <= i < self.shape[d]):
+                block, thread, _ = self._rec.who()
+                shown = tuple(int(p) if isinstance(p, (int, np.integer)) else p for p in parts)
+                self._rec.oob.append((self._name, shown, "write" if write else "read", block, thread))
+                raise OutOfBounds(f"{'write' if write else 'read'} {self._name}{list(shown)} outside {self.shape}")
+        return self._flat[idx]
+
+    def _record(self, flat, write: bool) -> None:
+        block, thread, state = self._rec.who()
+        atomic = state["atomic"]
+        if atomic and not write:   # the simulator's atomics read twice (old value, then +=): one load on a GPU
+            if state["atomic_read"]:
+                return
+            state["atomic_read"] = True
+        for f in ((int(flat),) if isinstance(flat, (int, np.integer)) else np.ravel(flat).tolist()):
+            if self._space == "global":
+                line = sys._getframe(2).f_lineno
+                seen = state["seen"]
+                occurrence = seen[(self._key, line, write)]
+                seen[(self._key, line, write)] = occurrence + 1
+                self._rec.events.append((self._key, f, write, atomic, block, thread, state["phase"], line, occurrence))
+            else:
+                self._rec.shared.append((self._key, f, write, atomic, block, thread, state["phase"]))
+
+    def __getitem__(self, idx):
+        flat = self._where(idx, False)
+        value = self._data[idx]
+        if isinstance(flat, np.ndarray) and all(isinstance(p, (int, np.integer)) for p in
+                                                 (idx if isinstance(idx, tuple) else (idx,))):
+            return Traced(value, self._name, self._rec, self._space, flat, self._key)  # a row: traced on use
+        self._record(flat, False)
+        return value
+
+    def __setitem__(self, idx, value) -> None:
+        flat = self._where(idx, True)
+        self._record(flat, True)
+        self._data[idx] = value
+
+
+# ---------------------------------------------------------------- the simulator, instrumented
+def _simulator():
+    from numba.cuda.simulator import kernel as sim_kernel
+    from numba.cuda.simulator import kernelapi
+    return sim_kernel, kernelapi
+
+
+_ACTIVE: list = []   # the recorder of the launch being traced
+
+
+def _module_class():
+    sim_kernel, kernelapi = _simulator()
+
+    class Shared(kernelapi.FakeCUDAShared):
+        """Shared arrays identified by the line that declares them, as the simulator does, and traced."""
+
+        def array(self, shape, dtype, alignment=None):
+            base = super().array(shape, dtype, alignment) if shape == 0 else None
+            frame = sys._getframe(1)
+            key = ("shared", frame.f_code.co_filename, frame.f_lineno)
+            with _ALLOCATING:   # the first threads of a block arrive together: one array for all of them
+                found = self._allocations.get(key)
+                if found is None:
+                    if base is None:
+                        numba_type = isinstance(dtype, kernelapi.types.Type)
+                        base = np.zeros(shape, kernelapi.numpy_support.as_dtype(dtype) if numba_type else dtype)
+                    found = self._allocations[key] = Traced(base, f"shared@{frame.f_lineno}", _ACTIVE[-1], "shared",
+                                                            key=key)
+            return found
+
+    class Atomic(kernelapi.FakeCUDAAtomic):
+        pass
+
+    def _atomic_wrapper(op):
+        def call(self, array, *args):
+            _, _, state = _ACTIVE[-1].who()
+            state["atomic"], state["atomic_read"] = True, False
+            try:
+                return op(self, array, *args)
+            finally:
+                state["atomic"] = False
+        return call
+
+    for name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin",
+                 "compare_and_swap", "cas"):
+        if hasattr(kernelapi.FakeCUDAAtomic, name):
+            setattr(Atomic, name, _atomic_wrapper(getattr(kernelapi.FakeCUDAAtomic, name)))
+
+    def _barrier(times: int, name: str):
+        original = getattr(kernelapi.FakeCUDAModule, name)
+
+        def call(self, *args):
+            _, _, state = _ACTIVE[-1].who()
+            state["phase"] += times
+            return original(self, *args)
+        return call
+
+    class Module(kernelapi.FakeCUDAModule):
+        def __init__(self, grid_dim, block_dim, dynshared_size):
+            super().__init__(grid_dim, block_dim, dynshared_size)
+            self._shared = Shared(dynshared_size)
+            self._atomic = Atomic()
+
+        syncthreads = _barrier(1, "syncthreads")
+        syncthreads_count = _barrier(2, "syncthreads_count")
+        syncthreads_and = _barrier(2, "syncthreads_and")
+        syncthreads_or = _barrier(2, "syncthreads_or")
+
+    return sim_kernel, Module
+
+
+def python_function(kernel: Any):
+    """The Python function behind a ``@cuda.jit`` kernel (simulated or real)."""
+    fn = getattr(kernel, "py_func", None)
+    if fn is None or not callable(fn):
+        raise NotAKernel(f"{type(kernel).__name__} is not a @cuda.jit kernel")
+    return fn
+
+
+def _dims(value) -> tuple:
+    dims = tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value),)
+    return dims + (1,) * (3 - len(dims))
+
+
+def trace(kernel: Any, grid, block, *args) -> Trace:
+    """Run ``kernel[grid, block](*args)`` on the simulator, NumPy arrays in place, and record what it did."""
+    fn = python_function(kernel)
+    grid3, block3 = _dims(grid), _dims(block)
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    names += [f"arg{i}" for i in range(len(names), len(args))]
+    sim_kernel, Module = _module_class()
+    with _LOCK:
+        rec = _Recorder(grid3, block3)
+        wrapped = [Traced(a, names[i], rec) if isinstance(a, np.ndarray) and a.ndim > 0 else a
+                   for i, a in enumerate(args)]
+        original = sim_kernel.FakeCUDAModule
+        sim_kernel.FakeCUDAModule, error = Module, None
+        _ACTIVE.append(rec)
+        try:
+            sim_kernel.FakeCUDAKernel(fn, device=False)[grid, block](*wrapped)
+        except Exception as exc:  # the learner's kernel may raise anything: the trace says what
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            _ACTIVE.pop()
+            sim_kernel.FakeCUDAModule = original
+    out = Trace(grid=grid3, block=block3, oob=list(rec.oob), error=error)
+    _count(out, rec, {names[i]: a for i, a in enumerate(args) if isinstance(a, np.ndarray)})
+    out.races = _races(rec)
+    return out
+
+
+# ---------------------------------------------------------------- analysis of a record
+def _count(out: Trace, rec: _Recorder, arrays: dict) -> None:
+    requests = defaultdict(set)
+    written = {name: np.zeros(a.shape, dtype=np.int64) for name, a in arrays.items()}
+    for name, flat, write, atomic, block, thread, _, line, occurrence in rec.events:
+        (out.writes if write else out.reads)[name] += 1
+        if atomic and write:
+            out.atomics[name] += 1
+        if write:
+            written[name].flat[flat] += 1
+        if not atomic:
+            linear = thread[0] + rec.block[0] * (thread[1] + rec.block[1] * thread[2])
+            requests[(name, block, linear // WARP, line, write, occurrence)].add(flat * arrays[name].itemsize // SECTOR)
+    for (name, *_), sectors in requests.items():
+        out.requests[name] += 1
+        out.sectors[name] += len(sectors)
+    out.written = written
+    for _, _, write, *_ in rec.shared:
+        if write:
+            out.shared_writes += 1
+        else:
+            out.shared_reads += 1
+
+
+def _races(rec: _Recorder, limit: int = 20) -> list[Race]:
+    """Conflicting accesses: shared memory within a block and phase, global memory across threads."""
+    found: list[Race] = []
+    by_place = defaultdict(list)   # (space, array, block or None, flat) -> [(order, thread, write, atomic, phase)]
+    for order, (key, flat, write, atomic, block, thread, phase) in enumerate(rec.shared):
+        by_place[("shared", key, block, flat)].append((order, block, thread, write, atomic, phase))
+    for order, (name, flat, write, atomic, block, thread, phase, _, _) in enumerate(rec.events):
+        by_place[("global", name, None, flat)].append((order, block, thread, write, atomic, phase))
+    for (space, key, _, flat), accesses in by_place.items():
+        name = key if isinstance(key, str) else f"shared@{key[2]}"
+        if space == "shared":
+            race = _shared_conflict(accesses)
+        elif any(w and not a for _, _, _, w, a, _ in accesses):
+            race = _global_conflict(accesses)
+        else:
+            race = None
+        if race is not None:
+            kind, who, phase = race
+            found.append(Race(space, name, (flat,), kind, who, phase))
+            if len(found) >= limit:
+                break
+    return sorted(found, key=lambda r: (r.kind == "uninitialised", r.space, r.phase))
+
+
+def _shared_conflict(accesses: list):
+    phases = defaultdict(list)
+    for access in accesses:
+        phases[access[5]].append(access)
+    written_before = False
+    for phase in sorted(phases):
+        group = phases[phase]
+        writers = {(b, t) for _, b, t, w, a, _ in group if w and not a}
+        touching = {(b, t) for _, b, t, *_ in group}
+        if writers and len(touching) > 1:
+            kind = "write-write" if len({(b, t) for _, b, t, w, _, _ in group if w}) > 1 else "read-write"
+            return kind, tuple(sorted(touching))[:4], phase
+        if not written_before:
+            first_write = {}
+            for order, b, t, w, _, _ in group:
+                if w:
+                    first_write.setdefault((b, t), order)
+            for order, b, t, w, _, _ in group:
+                if not w and not (first_write.get((b, t), math.inf) < order):
+                    return "uninitialised", ((b, t),), phase
+        written_before = written_before or any(w for _, _, _, w, _, _ in group)
+    return None
+
+
+def _global_conflict(accesses: list):
+    threads = {(b, t) for _, b, t, *_ in accesses}
+    if len(threads) < 2:
+        return None
+    for _, b1, t1, w1, a1, p1 in accesses:
+        for _, b2, t2, w2, a2, p2 in accesses:
+            if (b1, t1) >= (b2, t2) or not (w1 or w2) or (a1 and a2):
+                continue
+            if b1 != b2 or p1 == p2:
+                kind = "write-write" if w1 and w2 else "read-write"
+                return kind, ((b1, t1), (b2, t2)), min(p1, p2)
+    return None
+
+
+# ---------------------------------------------------------------- Triton on the interpreter
+@dataclass
+class TritonTrace:
+    loads: Counter = field(default_factory=Counter)    # tensor name -> elements loaded
+    stores: Counter = field(default_factory=Counter)   # tensor name -> elements stored
+    outside: list = field(default_factory=list)         # (load/store, byte address) outside every tensor
+    error: str | None = None
+
+
+@contextmanager
+def _triton_hooks(tensors: dict, record: TritonTrace):
+    """Count masked loads and stores per tensor on the interpreter; refuse an access outside every tensor."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.interpreter_builder
+    ranges = [(name, t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for name, t in tensors.items()]
+
+    def account(kind: str, ptrs, mask, counter: Counter) -> None:
+        addresses = np.asarray(ptrs.data).astype(np.uint64)
+        live = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
+        chosen = addresses[live]
+        inside = np.zeros(chosen.shape, dtype=bool)
+        for name, lo, hi in ranges:
+            hit = (chosen >= lo) & (chosen < hi)
+            counter[name] += int(hit.sum())
+            inside |= hit
+        if not inside.all():
+            record.outside.append((kind, int(chosen[~inside][0])))
+            raise OutOfBounds(f"{kind} outside every tensor (mask?)")
+
+    load, store = builder.create_masked_load, builder.create_masked_store
+
+    def masked_load(ptrs, mask, other, *rest):
+        account("load", ptrs, mask, record.loads)
+        return load(ptrs, mask, other, *rest)
+
+    def masked_store(ptrs, value, mask, *rest):
+        account("store", ptrs, mask, record.stores)
+        return store(ptrs, value, mask, *rest)
+
+    builder.create_masked_load, builder.create_masked_store = masked_load, masked_store
+    try:
+        yield
+    finally:
+        del builder.create_masked_load, builder.create_masked_store
+
+
+def trace_triton(launch, tensors: dict) -> TritonTrace:
+    """Run ``launch()`` (a Triton launch on CPU tensors, interpreted) and count its traffic per named tensor."""
+    record = TritonTrace()
+    with _LOCK:
+        try:
+            with _triton_hooks(tensors, record):
+                launch()
+        except Exception as exc:  # the learner's kernel may raise anything: the trace says what
+            record.error = f"{type(exc).__name__}: {exc}"[:400]
+    return record
