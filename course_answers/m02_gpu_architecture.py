@@ -1,7 +1,8 @@
-"""Reference implementations and hidden cases of module 02 (inside a GPU: SMs, Tensor Cores, number formats).
+"""Reference implementations, hidden cases and known mistakes of module 02 (inside a GPU: SMs, Tensor Cores,
+number formats).
 
-A format is a dict ``{"exp_bits", "man_bits", "bias", "special"}`` as in the module's
-``data/formats.yaml`` (special: ``ieee``, ``fn`` or ``none``).
+A format is a dict ``{"exp_bits", "man_bits", "bias", "special"}`` as in the module's ``data/formats.yaml``
+(special: ``ieee``, ``fn`` or ``none``).
 """
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import random
 
 import torch
 
+from autograder import profiles
+from autograder.checks.core import Recorded
 from autograder.hardware import best_device
 from autograder.modules.m02_gpu_architecture import tasks
 from autograder.modules.m02_gpu_architecture.tasks import dec, enc, f32, formats, torch_dtype, width
 
 
-# ---------------------------------------------------------------- task 1: spec arithmetic
+# ---------------------------------------------------------------- task 1: the peak from the parts
 def gpu_numbers(spec: dict) -> dict:
-    """Numbers that follow from a spec sheet: lanes, vector peak, FLOPs per Tensor Core per cycle.
+    """Numbers that follow from a spec sheet: lanes, vector peak, FLOPs per Tensor Core per cycle, peak at a clock.
 
     ``spec``: sms, tensor_cores_per_sm, fp32_lanes_per_sm, boost_clock_mhz, dense_tensor_tflops
     (dense 16-bit Tensor Core peak, fp32 accumulation) and clock_mhz (a clock the GPU runs at).
@@ -25,18 +28,32 @@ def gpu_numbers(spec: dict) -> dict:
     hz = spec["boost_clock_mhz"] * 1e6
     cuda_cores = spec["sms"] * spec["fp32_lanes_per_sm"]
     tensor_cores = spec["sms"] * spec["tensor_cores_per_sm"]
-    vector = cuda_cores * 2 * hz / 1e12                       # an FMA counts as 2 FLOPs
     per_tc = spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * hz)
     return {
         "cuda_cores": cuda_cores,
-        "vector_fp32_tflops": vector,
+        "vector_fp32_tflops": cuda_cores * 2 * hz / 1e12,                # an FMA counts as 2 FLOPs
         "flops_per_tc_per_cycle": per_tc,
         "tensor_tflops_at_clock": tensor_cores * per_tc * spec["clock_mhz"] * 1e6 / 1e12,
-        "tensor_over_vector": spec["dense_tensor_tflops"] / vector,
     }
 
 
-# ---------------------------------------------------------------- tasks 2-4: formats
+# ---------------------------------------------------------------- task 2: a spec sheet with traps
+def dense_peak(quote: dict) -> dict:
+    """One GPU's dense 16-bit peak with fp32 accumulation at the clock to plan with, and the traps the figure had."""
+    tflops = quote["printed"] * (1000 if quote["unit"] == "PFLOPS" else 1)
+    traps = []
+    if quote["sparsity_footnote"]:
+        tflops, traps = tflops / 2, traps + ["sparse"]
+    if quote["accumulate"] == "fp16" and quote["segment"] == "consumer":
+        tflops, traps = tflops / 2, traps + ["fp16_accumulate"]       # GeForce: fp32 accumulation at half rate
+    if quote["gpus"] > 1:
+        tflops, traps = tflops / quote["gpus"], traps + ["per_system"]
+    if quote["clock_mhz"] and quote["quoted_clock_mhz"] and quote["clock_mhz"] != quote["quoted_clock_mhz"]:
+        tflops, traps = tflops * quote["clock_mhz"] / quote["quoted_clock_mhz"], traps + ["clock"]
+    return {"dense_tflops": tflops, "traps": sorted(traps)}
+
+
+# ---------------------------------------------------------------- tasks 3-5: formats
 def _fields(fmt: dict) -> tuple[int, int, int, str]:
     return int(fmt["exp_bits"]), int(fmt["man_bits"]), int(fmt["bias"]), fmt["special"]
 
@@ -89,36 +106,72 @@ def round_to_format(x, fmt: dict) -> torch.Tensor:
     return torch.copysign(q, x)
 
 
-# ---------------------------------------------------------------- task 5: matmul error
-def matrices(n: int, seed: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The two float64 inputs of the error experiment (the generation the task prescribes)."""
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(n, n, generator=g, dtype=torch.float64) * scale
-    b = torch.randn(n, n, generator=g, dtype=torch.float64) * scale
-    return a, b
+# ---------------------------------------------------------------- task 6: measurement (the solution's own)
+def measure_matmul(dtype: str, device: str) -> dict:
+    """TFLOP/s of the first square matmul n = 256, 512, ... that takes at least 0.05 s (at most 8192)."""
+    from autograder.harness import time_fn
+    dt = getattr(torch, dtype)
+    n = 256
+    while True:
+        a = torch.randn(n, n, dtype=dt, device=device)
+        b = torch.randn(n, n, dtype=dt, device=device)
+        seconds = time_fn(lambda: a @ b, device=device, budget_s=0.4).median_s
+        if seconds >= 0.05 or n >= 8192:
+            return {"n": n, "seconds": seconds, "tflops": 2 * n**3 / seconds / 1e12}
+        n *= 2
 
 
-def matmul_errors(n: int, seed: int, scale: float, formats: dict) -> dict:
-    """Relative Frobenius error of (round(A) @ round(B)) against A @ B, per format."""
-    a, b = matrices(n, seed, scale)
-    exact = a @ b
-    out = {}
-    for name, fmt in formats.items():
-        approx = round_to_format(a, fmt) @ round_to_format(b, fmt)
-        out[name] = float(torch.linalg.norm(approx - exact) / torch.linalg.norm(exact))
-    return out
-
-
-# ---------------------------------------------------------------- task 7: 2:4 sparsity
-def mask_2_4(w) -> torch.Tensor:
-    """Keep the 2 largest |w| of every 4 consecutive elements of a row; ties: lower index wins."""
+# ---------------------------------------------------------------- task 7: N:M sparsity
+def nm_mask(w, n: int = 2, m: int = 4) -> torch.Tensor:
+    """Keep the n largest |w| of every m consecutive elements of a row; ties: lower index wins."""
     w = torch.as_tensor(w)
-    if w.ndim != 2 or w.shape[1] % 4:
-        raise ValueError(f"need a 2-D tensor whose rows have a multiple of 4 elements, got {tuple(w.shape)}")
-    groups = w.abs().reshape(w.shape[0], -1, 4)
+    if w.ndim != 2 or w.shape[1] % m:
+        raise ValueError(f"need a 2-D tensor whose rows have a multiple of {m} elements, got {tuple(w.shape)}")
+    groups = w.abs().reshape(w.shape[0], -1, m)
     order = torch.sort(groups, dim=-1, descending=True, stable=True).indices
-    keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, order[..., :2], True)
+    keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, order[..., :n], True)
     return keep.reshape(w.shape)
+
+
+# ---------------------------------------------------------------- task 8: the narrowest format
+def family(exp_bits: int, man_bits: int, special: str) -> dict:
+    """The format with IEEE's bias 2^(E-1) - 1."""
+    return {"name": f"e{exp_bits}m{man_bits}", "exp_bits": exp_bits, "man_bits": man_bits,
+            "bias": 2 ** (exp_bits - 1) - 1, "special": special}
+
+
+def fit_status(values, rel_tol: float, exp_bits: int, man_bits: int, special: str) -> str:
+    """'ok' when every value rounds within rel_tol, else why not: 'range', 'subnormal' or 'precision'."""
+    fmt = family(exp_bits, man_bits, special)
+    x = torch.as_tensor(values, dtype=torch.float64)
+    bad = (round_to_format(x, fmt) - x).abs() > rel_tol * x.abs()
+    if not bad.any():
+        return "ok"
+    lim, worst = limits(fmt), x[bad].abs()
+    return "range" if (worst > lim["max"]).any() else "subnormal" if (worst < lim["smallest_normal"]).any() else "precision"
+
+
+def smallest_format(values, rel_tol: float, special: str = "ieee") -> dict:
+    """The fewest bits (then the most exponent bits) whose rounding keeps every value within rel_tol, and why
+    one exponent bit less and one mantissa bit less fail."""
+    lo, hi = tasks.EXP_RANGE
+    for bits in range(lo, hi + tasks.MAN_RANGE[1] + 1):        # exponent + mantissa bits
+        for e in range(min(hi, bits), lo - 1, -1):
+            m = bits - e
+            if tasks.MAN_RANGE[0] <= m <= tasks.MAN_RANGE[1] and fit_status(values, rel_tol, e, m, special) == "ok":
+                return {"exp_bits": e, "man_bits": m,
+                        "without_exp_bit": fit_status(values, rel_tol, e - 1, m, special) if e > lo else None,
+                        "without_man_bit": fit_status(values, rel_tol, e, m - 1, special) if m > 0 else None}
+    raise ValueError("no format of the family meets the tolerance")
+
+
+def expected_fit(case: dict) -> dict:
+    """The answer, and the status of every format of the family (the check names why a wrong one fails)."""
+    answer = smallest_format(case["values"], case["rel_tol"], case["special"])
+    status = {f"{e},{m}": fit_status(case["values"], case["rel_tol"], e, m, case["special"])
+              for e in range(tasks.EXP_RANGE[0], tasks.EXP_RANGE[1] + 1)
+              for m in range(tasks.MAN_RANGE[0], tasks.MAN_RANGE[1] + 1)}
+    return {**answer, "status": status}
 
 
 # ---------------------------------------------------------------- expected answers of a case
@@ -160,11 +213,12 @@ def expected_round(case: dict) -> list:
 
 EXPECT = {
     "gpu_numbers": gpu_numbers,
+    "spec_sheet": dense_peak,
     "decode": expected_decode,
     "limits": lambda c: expected_limits(c["format"]),
     "round": expected_round,
-    "matmul_error": lambda c: matmul_errors(c["n"], c["seed"], c["scale"], c["formats"]),
-    "mask_2_4": lambda c: None if c.get("error") else mask_2_4(torch.tensor(c["w"])).to(torch.int64).tolist(),
+    "nm_mask": lambda c: None if c.get("error") else nm_mask(torch.tensor(c["w"]), c["n"], c["m"]).to(torch.int64).tolist(),
+    "smallest_format": expected_fit,
 }
 
 
@@ -188,14 +242,52 @@ def _spec_hidden(rng: random.Random) -> list:
     return cases
 
 
+def _quote(rng: random.Random, product: str, dense: float, segment: str) -> dict:
+    """A figure as a sheet might print it: some of the traps, in TFLOPS or PFLOPS."""
+    sparse, fp16_acc = rng.random() < 0.5, rng.random() < 0.5
+    gpus = rng.choice((1, 1, 4, 8, 72))
+    printed = dense * (2 if sparse else 1) * (2 if fp16_acc and segment == "consumer" else 1) * gpus
+    quoted = rng.choice((None, rng.randint(1200, 2600)))
+    unit = "PFLOPS" if printed >= 20_000 else "TFLOPS"
+    return {"product": product, "printed": round(printed / (1000 if unit == "PFLOPS" else 1), 3), "unit": unit,
+            "format": rng.choice(("bf16", "fp16")), "sparsity_footnote": sparse,
+            "accumulate": "fp16" if fp16_acc else rng.choice((None, "fp32")), "segment": segment, "gpus": gpus,
+            "quoted_clock_mhz": quoted, "clock_mhz": round(quoted * rng.uniform(0.55, 0.95)) if quoted else None}
+
+
+def _sheet_hidden(rng: random.Random) -> list:
+    pool = [p for p in profiles.all_of("gpu") if p.vendor == "NVIDIA" and p.peak("bf16")]
+    cases = [_quote(rng, p.label, p.peak("bf16"), p.get("segment") or "datacenter") for p in rng.sample(pool, 5)]
+    for i in range(3):   # products that do not exist
+        cases.append(_quote(rng, f"X{rng.randint(10, 99)}0-{i}", round(rng.uniform(50, 3000), 1),
+                            rng.choice(("consumer", "datacenter"))))
+    return cases
+
+
+def rule_of(bits: int, fmt: dict) -> str:
+    """Which rule of the task decodes a pattern: 'zero', 'subnormal', 'special' (all-ones exponent) or 'normal'."""
+    e_bits, m_bits, _, _ = _fields(fmt)
+    e, m = (bits >> m_bits) & ((1 << e_bits) - 1), bits & ((1 << m_bits) - 1)
+    return "special" if e == (1 << e_bits) - 1 else "normal" if e else "subnormal" if m else "zero"
+
+
+def _by_rule(fmt: dict, patterns: list) -> list:
+    """One case per rule, as the visible cases are grouped (so a wrong rule costs a part and is named)."""
+    groups = {}
+    for bits in patterns:
+        groups.setdefault(rule_of(bits, fmt), []).append(bits)
+    return [{"format": fmt, "rule": rule, "bits": bits} for rule, bits in sorted(groups.items())]
+
+
 def _decode_hidden(rng: random.Random) -> list:
     f = formats()
-    cases = [{"format": f[name], "bits": list(range(2 ** (1 + f[name]["exp_bits"] + f[name]["man_bits"])))}
-             for name in ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")]          # every pattern
+    cases = []
+    for name in ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1"):                    # every pattern
+        cases += _by_rule(f[name], list(range(2 ** width(f[name]))))
     for name in ("fp16", "bf16"):
-        cases.append({"format": f[name], "bits": [rng.randrange(2**16) for _ in range(300)]})
+        cases += _by_rule(f[name], [rng.randrange(2**16) for _ in range(300)] + [0, 0x8000, 1, 0x8001])
     odd = random_format(rng)
-    return cases + [{"format": odd, "bits": [rng.randrange(2 ** width(odd)) for _ in range(200)]}]
+    return cases + _by_rule(odd, [rng.randrange(2 ** width(odd)) for _ in range(200)] + [0, 1 << (width(odd) - 1), 1])
 
 
 def _limits_hidden(rng: random.Random) -> list:
@@ -224,26 +316,213 @@ def _round_hidden(rng: random.Random) -> list:
     return [{"format": fmt, "values": _round_values(fmt, rng)} for fmt in fmts]
 
 
-def _error_hidden(rng: random.Random) -> list:
-    return [{"n": rng.choice((32, 48, 64)), "seed": rng.randrange(10**6), "scale": scale,
-             "formats": {k: formats()[k] for k in tasks.ERROR_FORMATS}}
-            for scale in (rng.choice((1e-6, 1e-5)), rng.choice((1e-3, 3e-3)), rng.choice((3e4, 1e5)))]
-
-
 def _mask_hidden(rng: random.Random) -> list:
     cases = []
-    for rows, groups, levels in ((3, 4, 3), (5, 2, 2), (8, 8, 1000), (1, 1, 1)):
-        cases.append({"w": [[rng.randint(-levels, levels) / 2 for _ in range(4 * groups)] for _ in range(rows)]})
-    cases.append({"w": [[rng.gauss(0, 1) for _ in range(6)] for _ in range(2)], "error": True})
+    for (n, m), (rows, groups, levels) in zip(((2, 4), (1, 2), (4, 8), (1, 4), (2, 4)),
+                                              ((3, 4, 3), (5, 3, 2), (4, 2, 3), (2, 5, 1000), (8, 8, 1000))):
+        cases.append({"n": n, "m": m, "w": [[rng.randint(-levels, levels) / 2 for _ in range(m * groups)]
+                                            for _ in range(rows)]})
+    cases.append({"n": 1, "m": 2, "w": [[rng.gauss(0, 1) for _ in range(5)] for _ in range(2)], "error": True})
+    cases.append({"n": 4, "m": 8, "w": [[rng.gauss(0, 1) for _ in range(12)]], "error": True})
+    return cases
+
+
+def _fit_hidden(rng: random.Random) -> list:
+    """Value sets over random ranges with random tolerances, both families of special values."""
+    cases = []
+    for decades, tol, zeros in ((2, 0.1, 0), (5, 0.02, 2), (9, 0.05, 1), (1, 0.3, 0), (3, 0.004, 0)):
+        low = rng.uniform(-9, 3)
+        values = [rng.choice((1, -1)) * 10 ** rng.uniform(low, low + decades) for _ in range(rng.randint(20, 120))]
+        cases.append({"values": values + [0.0] * zeros, "rel_tol": tol, "special": rng.choice(("ieee", "none"))})
     return cases
 
 
 HIDDEN = {
     "gpu_numbers": _spec_hidden,
+    "spec_sheet": _sheet_hidden,
     "decode": _decode_hidden,
     "limits": _limits_hidden,
     "round": _round_hidden,
-    "matmul_error": _error_hidden,
     "measure": lambda rng: [{"dtype": "bfloat16", "device": tasks.device_string(best_device())}],
-    "mask_2_4": _mask_hidden,
+    "nm_mask": _mask_hidden,
+    "smallest_format": _fit_hidden,
+}
+
+
+# ---------------------------------------------------------------- known mistakes (run through the visible checks)
+def _spec_with(**change):
+    def wrong(spec):
+        out = gpu_numbers(spec)
+        for key, rule in change.items():
+            out[key] = rule(spec, out)
+        return out
+    return wrong
+
+
+def _sheet_ignoring(trap: str, halve_datacenter: bool = False):
+    def wrong(quote):
+        changed = dict(quote)
+        if trap == "sparse":
+            changed["sparsity_footnote"] = False
+        elif trap == "fp16_accumulate":
+            changed["segment"] = "datacenter"
+        elif trap == "per_system":
+            changed["gpus"] = 1
+        elif trap == "clock":
+            changed["clock_mhz"] = quote["quoted_clock_mhz"]
+        elif trap == "pflops":
+            changed["unit"] = "TFLOPS"
+        out = dense_peak(changed)
+        if halve_datacenter and quote["accumulate"] == "fp16" and quote["segment"] == "datacenter":
+            out = {"dense_tflops": out["dense_tflops"] / 2, "traps": sorted(out["traps"] + ["fp16_accumulate"])}
+        return out
+    return wrong
+
+
+def _decode_without(rule: str):
+    def wrong(bits, fmt):
+        e_bits, m_bits, bias, special = _fields(fmt)
+        e = (bits >> m_bits) & ((1 << e_bits) - 1)
+        m = bits & ((1 << m_bits) - 1)
+        if rule == "fields":                        # the exponent read from the wrong place
+            return decode(bits, fmt) * 2.0 if e not in (0, (1 << e_bits) - 1) else decode(bits, fmt)
+        if rule == "subnormals" and e == 0 and m:   # as if normal
+            sign = -1.0 if bits >> (e_bits + m_bits) else 1.0
+            return sign * math.ldexp((1 << m_bits) + m, -bias - m_bits)
+        if rule == "negative_zero" and e == 0 and m == 0:
+            return 0.0
+        if rule == "ieee_specials" and special == "ieee":
+            return decode(bits, {**fmt, "special": "none"})
+        if rule == "special_rule" and special != "ieee":
+            return decode(bits, {**fmt, "special": "ieee"})
+        return decode(bits, fmt)
+    return wrong
+
+
+def _limits_with(key: str, rule):
+    def wrong(fmt):
+        return {**limits(fmt), key: rule(fmt)}
+    return wrong
+
+
+def _rounding(rounder=torch.round, saturate=True, subnormals=True, signed=True):
+    """round_to_format with one rule changed."""
+    def wrong(x, fmt):
+        _, m_bits, bias, _ = _fields(fmt)
+        x = torch.as_tensor(x, dtype=torch.float64)
+        top = limits(fmt)["max"]
+        a = x.abs().clamp(max=top) if saturate else x.abs()
+        e = torch.frexp(a)[1].double() - 1
+        if subnormals:
+            e = e.clamp(min=1 - bias)
+        step = torch.exp2(e - m_bits)
+        q = rounder(a / step) * step
+        q = q.clamp(max=top) if saturate else torch.where(q > top, torch.full_like(q, math.inf), q)
+        if not subnormals:
+            q = torch.where(a < 2.0 ** (1 - bias), torch.zeros_like(q), q)
+        return torch.copysign(q, x) if signed else torch.where(x < 0, -q, q)
+    return wrong
+
+
+def _recorded(tflops_of, seconds=0.0215, n=1024, walls=(1.0, 1.0, 1.0), reference=0.1) -> Recorded:
+    rounds = [{"n": float(n), "seconds": seconds, "tflops": tflops_of(n, seconds)}] * 3
+    return Recorded({"rounds": rounds, "observed": {"walls": list(walls),
+                                                    "reference": [{"tflops": reference, "n": n}] * 3}})
+
+
+def _mask_wrong(rule: str):
+    def wrong(w, n=2, m=4):
+        w = torch.as_tensor(w)
+        if rule == "shape_error":
+            usable = w[:, : w.shape[1] - w.shape[1] % m]
+            return torch.cat([nm_mask(usable, n, m), torch.zeros(w.shape[0], w.shape[1] % m, dtype=torch.bool)], 1)
+        if rule == "group_size":
+            n, m = 2, 4
+            if w.shape[1] % 4:
+                raise ValueError("rows must have a multiple of 4 elements")
+        if rule == "magnitude":
+            if w.ndim != 2 or w.shape[1] % m:
+                raise ValueError("bad shape")
+            order = torch.sort(w.reshape(w.shape[0], -1, m), dim=-1, descending=True, stable=True).indices
+            keep = torch.zeros(w.shape[0], w.shape[1] // m, m, dtype=torch.bool).scatter_(-1, order[..., :n], True)
+            return keep.reshape(w.shape)
+        if rule == "tie_rule":   # keeps the higher index on ties
+            return nm_mask(w.flip(-1), n, m).flip(-1)
+        return nm_mask(w, n, m)
+    return wrong
+
+
+def _fit_wrong(rule: str):
+    """A search that leaves out one of the rules (the reasons it gives are those of the reference)."""
+    def wrong(values, rel_tol, special):
+        right = smallest_format(values, rel_tol, special)
+        reasons = {k: right[k] for k in ("without_exp_bit", "without_man_bit")}
+        return {**reasons, **pick(values, rel_tol, special)}
+
+    def pick(values, rel_tol, special):
+        mantissa = max(0, math.ceil(math.log2(1 / rel_tol)) - 1)            # half an ulp within rel_tol
+        nonzero = [abs(v) for v in values if v]
+        if rule == "range":                                                 # precision only
+            return {"exp_bits": 2, "man_bits": mantissa}
+        if rule == "precision":                                             # range only, no mantissa bits
+            for e in range(2, 9):
+                lim = limits(family(e, 0, special))
+                if lim["smallest_normal"] <= min(nonzero) and lim["max"] >= max(nonzero):
+                    return {"exp_bits": e, "man_bits": 0}
+        if rule == "subnormal_precision":   # smallest subnormal below the smallest value, largest value below max
+            for e in range(2, 9):
+                lim = limits(family(e, mantissa, special))
+                if lim["smallest_subnormal"] <= min(nonzero) and lim["max"] >= max(nonzero):
+                    return {"exp_bits": e, "man_bits": mantissa}
+        if rule == "not_narrowest":                                         # eps, not half of it
+            found = smallest_format(values, rel_tol, special)
+            return {"exp_bits": found["exp_bits"], "man_bits": found["man_bits"] + 1}
+        if rule == "fit_split":                                             # fewest exponent bits first
+            for bits in range(2, 32):
+                for e in range(2, min(8, bits) + 1):
+                    if 0 <= bits - e <= 23 and fit_status(values, rel_tol, e, bits - e, special) == "ok":
+                        return {"exp_bits": e, "man_bits": bits - e}
+        return smallest_format(values, rel_tol, special)
+    return wrong
+
+
+MISTAKES = {
+    "gpu_numbers": {
+        "no_fma": _spec_with(vector_fp32_tflops=lambda s, o: o["vector_fp32_tflops"] / 2),
+        "boost_clock": _spec_with(tensor_tflops_at_clock=lambda s, o: s["dense_tensor_tflops"]),
+        "tensor_core_count": _spec_with(flops_per_tc_per_cycle=lambda s, o: o["flops_per_tc_per_cycle"] * s["sms"]),
+        "units": _spec_with(vector_fp32_tflops=lambda s, o: o["vector_fp32_tflops"] * 1e6),
+    },
+    "spec_sheet": {
+        "sparse_as_dense": _sheet_ignoring("sparse"),
+        "fp16_accumulate": _sheet_ignoring("fp16_accumulate"),
+        "halved_datacenter": _sheet_ignoring("", halve_datacenter=True),
+        "per_system": _sheet_ignoring("per_system"),
+        "clock": _sheet_ignoring("clock"),
+        "pflops": _sheet_ignoring("pflops"),
+    },
+    "decode": {rule: _decode_without(rule)
+               for rule in ("fields", "subnormals", "negative_zero", "ieee_specials", "special_rule")},
+    "limits": {
+        "max_pattern": lambda fmt: {**limits(fmt), "max": limits({**fmt, "special": "ieee"})["max"]},
+        "min_exponent": _limits_with("smallest_normal", lambda f: math.ldexp(1.0, -int(f["bias"]))),
+        "subnormal_min": _limits_with("smallest_subnormal", lambda f: math.ldexp(1.0, 1 - int(f["bias"]))),
+        "eps_vs_roundoff": _limits_with("eps", lambda f: math.ldexp(1.0, -int(f["man_bits"]) - 1)),
+    },
+    "round": {
+        "not_nearest": _rounding(rounder=torch.floor),
+        "ties_away": _rounding(rounder=lambda v: torch.floor(v + 0.5)),
+        "no_saturation": _rounding(saturate=False),
+        "subnormals": _rounding(subnormals=False),
+        "signed_zero": _rounding(signed=False),
+    },
+    "measure": {
+        "flops_n3": _recorded(lambda n, s: n**3 / s / 1e12),
+        "ms_not_s": _recorded(lambda n, s: 2 * n**3 / (s / 1000) / 1e12, seconds=21.5),
+        "not_measured": _recorded(lambda n, s: 2 * n**3 / s / 1e12, seconds=2.0, n=4096),
+        "too_fast": _recorded(lambda n, s: 2 * n**3 / s / 1e12, seconds=0.0215 / 50),
+    },
+    "nm_mask": {rule: _mask_wrong(rule) for rule in ("magnitude", "tie_rule", "group_size", "shape_error")},
+    "smallest_format": {rule: _fit_wrong(rule)
+                        for rule in ("range", "precision", "subnormal_precision", "not_narrowest", "fit_split")},
 }

@@ -1,4 +1,5 @@
-"""Number formats for lesson and exercise 02: the format table, torch-backed casts, a bit explorer.
+"""Lesson 02's helpers: number formats (the format table, torch-backed casts, a bit explorer), the generations table,
+the SM schematic and format figures, measured matmul efficiency, and the lesson's measurements.
 
 ``FORMATS`` comes from ``data/formats.yaml``. :func:`simulate` stores values the way
 the hardware path does (torch casts with saturation, TF32 by dropping mantissa bits,
@@ -188,6 +189,14 @@ def generations() -> list[dict]:
     return rows
 
 
+def mamf_rows() -> tuple[list[dict], str]:
+    """Public bf16 MAMF measurements against the dense peak (``data/measured_matmul.yaml``), and their source."""
+    data = read_yaml(Path(__file__).parent / "data" / "measured_matmul.yaml")
+    rows = [{"accelerator": r["accelerator"], "mamf": r["mamf_tflops"], "theory": r["theory_tflops"],
+             "share": f"{r['mamf_tflops'] / r['theory_tflops']:.0%}", "software": r["software"]} for r in data["bf16"]]
+    return rows, data["source"]
+
+
 # ---------------------------------------------------------------- the lesson's figures and tables
 def _t(ko: str, en: str) -> str:
     from ...lesson import t
@@ -218,7 +227,7 @@ def draw_sm(subpartitions: int = 4):
         for k in range(32):  # the 32 FP32 lanes of one SIMD unit
             ax.add_patch(plt.Rectangle((x + 0.12 + (k % 8) * 0.245, 3.55 + (k // 8) * 0.28), 0.2, 0.22,
                                        facecolor="#59a14f", edgecolor="none"))
-        ax.text(x + 1.1, 3.4, _t("FP32 lane 32개", "32 FP32 lanes"), ha="center", fontsize=7)
+        ax.text(x + 1.1, 3.4, _t("FP32 레인 32개", "32 FP32 lanes"), ha="center", fontsize=7)
         box(x + 0.1, 2.4, 2.0, 0.8, "#4e79a7", "Tensor Core", 9)
     box(0.4, 1.45, 9.2, 0.7, "#b07aa1", _t("SMEM / L1 (256 KB, 공유 메모리 최대 228 KB)",
                                           "SMEM / L1 (256 KB, up to 228 KB shared memory)"))
@@ -438,7 +447,7 @@ def sparse_24_speedup(device: str, size: int = 4096) -> str:
     from ...harness import time_fn
 
     if not (device == "cuda" and torch.cuda.get_device_capability()[0] >= 8):
-        return _t("Ampere 이후 NVIDIA GPU가 없어 2:4 희소 matmul 측정은 건너뜁니다.",
+        return _t("Ampere 이후 NVIDIA GPU가 없어 2:4 희소 행렬 곱 측정은 건너뜁니다.",
                   "No NVIDIA GPU of Ampere or later here, so the 2:4 sparse matmul measurement is skipped.")
     try:
         from torch.sparse import to_sparse_semi_structured

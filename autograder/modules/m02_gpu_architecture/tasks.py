@@ -1,7 +1,9 @@
-"""Graded tasks of exercise 02: spec arithmetic, number formats, matmul error, throughput, 2:4 masks.
+"""Graded tasks of exercise 02: peaks from parts and from spec sheets, number formats bit by bit, the narrowest
+format for a set of values, measured matmul throughput, N:M sparsity masks.
 
-Where torch has a format's dtype, the references (``course_answers.m02_gpu_architecture``) take torch's
-own reading as the expected answer; otherwise the course's reference implementation.
+Where torch has a format's dtype, the references (``course_answers.m02_gpu_architecture``) take torch's own reading
+as the expected answer; otherwise the course's reference implementation. Visible cases that test one rule carry
+its name (``rule``/``group``/``kind``), so a failing part can name the mistake that breaks it.
 """
 from __future__ import annotations
 
@@ -9,15 +11,11 @@ import math
 
 from ...checks import referee
 from ...checks.core import Part, Task, close
+from ...datafile import read_yaml
 from ...i18n import Message, msg
 
-SPEC_KEYS = ("cuda_cores", "vector_fp32_tflops", "flops_per_tc_per_cycle", "tensor_tflops_at_clock",
-             "tensor_over_vector")
-LIMIT_KEYS = ("max", "smallest_normal", "smallest_subnormal", "eps")
-VISIBLE_GPUS = ("h100_sxm", "a100_sxm_80gb")
-NAMED = ("fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
-ERROR_FORMATS = ("fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e2m1")
 REL_TOL = 1e-6
+NAMED = ("fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
 
 
 def formats() -> dict:
@@ -36,7 +34,7 @@ def enc(value: float):
 
 
 def dec(value):
-    """Undo :func:`_enc` (anything else is returned as it is)."""
+    """Undo :func:`enc` (anything else is returned as it is)."""
     return float(value) if isinstance(value, str) and value in ("nan", "inf", "-inf") else value
 
 
@@ -53,7 +51,50 @@ def _show(values: list, limit: int = 4) -> str:
     return "; ".join(values[:limit]) + (" …" if len(values) > limit else "")
 
 
-# ---------------------------------------------------------------- 1. spec arithmetic
+def _len(value) -> str:
+    return str(len(value)) if isinstance(value, list) else type(value).__name__
+
+
+def _label(text: str) -> Message:
+    return Message(text, text)
+
+
+def _ratio(found, want) -> float | None:
+    """found / want for two non-zero real numbers, else None."""
+    if not (isinstance(found, (int, float)) and isinstance(want, (int, float))) or isinstance(found, bool):
+        return None
+    return found / want if want and math.isfinite(found) else None
+
+
+def _near(ratio: float | None, *factors: float, rel: float = 1e-3) -> bool:
+    return ratio is not None and any(math.isclose(ratio, f, rel_tol=rel) for f in factors)
+
+
+def _dict_answer(result, keys) -> dict:
+    if not isinstance(result, dict):
+        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+    return {k: (enc(float(result[k])) if result.get(k) is not None else None) for k in keys}
+
+
+def width(fmt: dict) -> int:
+    return 1 + fmt["exp_bits"] + fmt["man_bits"]
+
+
+def torch_dtype(fmt: dict):
+    """The torch dtype holding exactly this format (all fields equal to a known format), else None."""
+    import torch
+    from .lesson import FORMATS
+    known = FORMATS.get(fmt["name"])
+    same = known and all(known[k] == fmt[k] for k in ("exp_bits", "man_bits", "bias", "special"))
+    return getattr(torch, known["torch"]) if same and known["torch"] else None
+
+
+# ---------------------------------------------------------------- 1. peak from parts
+SPEC_KEYS = ("cuda_cores", "vector_fp32_tflops", "flops_per_tc_per_cycle", "tensor_tflops_at_clock")
+VISIBLE_GPUS = ("h100_sxm", "a100_sxm_80gb")
+UNIT_SLIPS = (1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 1e12, 1e-12)
+
+
 def spec_of(profile_id: str, clock_share: float) -> dict:
     from ... import profiles
     p = profiles.get(profile_id)
@@ -72,90 +113,202 @@ def spec_profiles() -> list[str]:
 
 
 def _spec_visible() -> list:
-    return [spec_of("h100_sxm", 0.75), spec_of("a100_sxm_80gb", 1.0)]
+    return [spec_of("h100_sxm", 0.75), spec_of("a100_sxm_80gb", 0.9)]
 
 
-
-def _dict_answer(result, keys) -> dict:
-    if not isinstance(result, dict):
-        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
-    return {k: (enc(float(result[k])) if result.get(k) is not None else None) for k in keys}
+def _spec_mistake(case: dict, key: str, found, want) -> str | None:
+    ratio = _ratio(found, want)
+    if key == "vector_fp32_tflops" and _near(ratio, 0.5):
+        return "no_fma"
+    if key == "tensor_tflops_at_clock" and case["clock_mhz"] != case["boost_clock_mhz"] \
+            and close(found, case["dense_tensor_tflops"], rel=1e-3):
+        return "boost_clock"
+    if key == "flops_per_tc_per_cycle" and _near(ratio, case["sms"], 1 / case["sms"]):
+        return "tensor_core_count"
+    if _near(ratio, *UNIT_SLIPS):
+        return "units"
+    return None
 
 
 def _spec_score(case: dict, answer: dict, expected: dict) -> list[Part]:
     parts = []
     for key in SPEC_KEYS:
-        ok = close(answer.get(key), expected[key], rel=REL_TOL)
-        parts.append(Part(ok, msg("m02.spec_wrong", gpu=case["name"], field=key, expected=f"{expected[key]:.6g}",
-                                  found=answer.get(key))))
+        found, want = answer.get(key), expected[key]
+        ok = close(found, want, rel=REL_TOL)
+        mistake = None if ok else _spec_mistake(case, key, found, want)
+        values = dict(gpu=case["name"], field=key, expected=f"{want:.6g}", found=found)
+        text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.spec_wrong", **values)
+        parts.append(Part(ok, text, weight=2.0 if key == "tensor_tflops_at_clock" else 1.0, mistake=mistake,
+                          label=_label(f"{case['name']} → {key}")))
     return parts
 
 
-# ---------------------------------------------------------------- 2. decode
+# ---------------------------------------------------------------- 2. a spec sheet with traps
+TRAPS = ("clock", "fp16_accumulate", "per_system", "sparse")
+_MISSED = {"sparse": "sparse_as_dense", "fp16_accumulate": "fp16_accumulate", "per_system": "per_system",
+           "clock": "clock"}
+
+
+def spec_sheets() -> dict:
+    """``data/spec_sheets.yaml``: figures as vendors print them, with their sources."""
+    from pathlib import Path
+    return read_yaml(Path(__file__).parent / "data" / "spec_sheets.yaml")
+
+
+def _sheet_visible() -> list:
+    return [{k: v for k, v in q.items() if k != "source"} for q in spec_sheets()["quotes"]]
+
+
+def _sheet_answer(fn, case):
+    result = fn(dict(case))
+    keys = ("dense_tflops", "traps")
+    if not isinstance(result, dict):
+        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+    traps = result.get("traps")
+    traps = sorted(str(t) for t in traps) if isinstance(traps, (list, tuple, set, frozenset)) else repr(traps)
+    value = result.get("dense_tflops")
+    return {"dense_tflops": enc(float(value)) if value is not None else None, "traps": traps}
+
+
+def _sheet_value_mistake(case: dict, ratio: float | None, traps) -> str | None:
+    said = set(traps) if isinstance(traps, list) else set()
+    clocks = (case["quoted_clock_mhz"], case["clock_mhz"])
+    fp16_acc = case["accumulate"] == "fp16"
+    if _near(ratio, 1e3, 1e-3):
+        return "pflops"
+    if case["gpus"] > 1 and _near(ratio, case["gpus"]):
+        return "per_system"
+    if None not in clocks and clocks[0] != clocks[1] and _near(ratio, clocks[0] / clocks[1], clocks[1] / clocks[0]):
+        return "clock"
+    if fp16_acc and case["segment"] == "datacenter" and _near(ratio, 0.5):
+        return "halved_datacenter"
+    if _near(ratio, 2, 4):
+        if case["sparsity_footnote"] and "sparse" not in said:
+            return "sparse_as_dense"
+        if fp16_acc and case["segment"] == "consumer":
+            return "fp16_accumulate"
+        if case["sparsity_footnote"]:
+            return "sparse_as_dense"
+    return None
+
+
+def _sheet_score(case: dict, answer: dict, expected: dict) -> list[Part]:
+    found, traps = answer.get("dense_tflops"), answer.get("traps")
+    want, want_traps = expected["dense_tflops"], expected["traps"]
+    ok = close(found, want, rel=1e-4)
+    mistake = None if ok else _sheet_value_mistake(case, _ratio(found, want), traps)
+    values = dict(product=case["product"], expected=f"{want:.6g}", found=found, traps=", ".join(want_traps) or "-")
+    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.sheet_wrong", **values)
+    parts = [Part(ok, text, 2.0, mistake=mistake, label=Message(f"{case['product']} → TFLOP/s",
+                                                                 f"{case['product']} → TFLOP/s"))]
+    traps_ok = traps == want_traps
+    trap_mistake = None
+    if not traps_ok and isinstance(traps, list):
+        missed = [t for t in want_traps if t not in traps]
+        extra = [t for t in traps if t not in want_traps]
+        trap_mistake = (_MISSED[missed[0]] if missed else
+                        "halved_datacenter" if "fp16_accumulate" in extra and case["segment"] == "datacenter"
+                        else None)
+    found_traps = ", ".join(traps) if isinstance(traps, list) else traps
+    text = (msg(f"m02.mistake.{trap_mistake}", **values) if trap_mistake else
+            msg("m02.traps_wrong", product=case["product"], expected=values["traps"], found=found_traps or "-"))
+    parts.append(Part(traps_ok, text, 1.0, mistake=trap_mistake,
+                      label=Message(f"{case['product']} → 함정", f"{case['product']} → traps")))
+    return parts
+
+
+# ---------------------------------------------------------------- 3. decode
+DECODE_MISTAKES = {"normal": "fields", "subnormal": "subnormals", "zero": "negative_zero"}
+
+
 def _decode_visible() -> list:
     f = formats()
-    picks = {"fp16": [0x3C00, 0xC000, 0x7BFF, 0x0001, 0x7C00, 0x8000],
-             "bf16": [0x3F80, 0x4049, 0x0001, 0xFF80, 0x7FC0],
-             "e4m3": [0x38, 0x7E, 0x01, 0x7F, 0xB8], "e5m2": [0x3C, 0x7B, 0x01, 0x7C, 0x7D],
-             "e2m1": [0x1, 0x7, 0xA]}
-    return [{"format": f[name], "bits": bits} for name, bits in picks.items()]
-
-
-
-def width(fmt: dict) -> int:
-    return 1 + fmt["exp_bits"] + fmt["man_bits"]
-
-
-
-def torch_dtype(fmt: dict):
-    """The torch dtype holding exactly this format (all fields equal to a known format), else None."""
-    import torch
-    from .lesson import FORMATS
-    known = FORMATS.get(fmt["name"])
-    same = known and all(known[k] == fmt[k] for k in ("exp_bits", "man_bits", "bias", "special"))
-    return getattr(torch, known["torch"]) if same and known["torch"] else None
+    groups = [("fp16", "normal", [0x3C00, 0xC000, 0x7BFF, 0x3555]), ("fp16", "subnormal", [0x0001, 0x03FF, 0x8200]),
+              ("fp16", "zero", [0x0000, 0x8000]), ("fp16", "special", [0x7C00, 0xFC00, 0x7E00]),
+              ("bf16", "normal", [0x3F80, 0x4049, 0xC2F7]), ("bf16", "subnormal", [0x0001, 0x807F]),
+              ("bf16", "special", [0xFF80, 0x7FC0]),
+              ("e4m3", "normal", [0x38, 0x01 | 0x08, 0xB8]), ("e4m3", "subnormal", [0x01, 0x07, 0x85]),
+              ("e4m3", "special", [0x78, 0x7E, 0x7F, 0xFF]),
+              ("e5m2", "normal", [0x3C, 0x7B]), ("e5m2", "subnormal", [0x01, 0x03]),
+              ("e5m2", "special", [0x7C, 0x7D, 0xFE]),
+              ("e2m1", "subnormal", [0x1, 0x9]), ("e2m1", "special", [0x6, 0x7, 0xF])]
+    return [{"format": f[name], "rule": rule, "bits": bits} for name, rule, bits in groups]
 
 
 def _decode_answer(fn, case):
     return [enc(float(fn(bits, _fmt(case)))) for bits in case["bits"]]
 
 
-
 def _decode_score(case: dict, answer: list, expected: list) -> Part:
     expected = [dec(e) for e in expected]
+    fmt, rule = case["format"], case.get("rule")
+    label = _label(f"{fmt['name']} · {rule}") if rule else None
     if not isinstance(answer, list) or len(answer) != len(expected):
-        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)))
+        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
     answer = [dec(a) for a in answer]
-    wrong = [f"{b:#0{2 + (width(case['format']) + 3) // 4}x} → {e!r} ({a!r})"
+    wrong = [f"{b:#0{2 + (width(fmt) + 3) // 4}x} → {e!r} ({a!r})"
              for b, e, a in zip(case["bits"], expected, answer) if not _same(a, e)]
-    return Part(not wrong, msg("m02.decode_wrong", fmt=case["format"]["name"], n=len(wrong),
-                               total=len(expected), examples=_show(wrong)))
+    mistake = None
+    if wrong and rule:
+        mistake = DECODE_MISTAKES.get(rule) or ("ieee_specials" if fmt["special"] == "ieee" else "special_rule")
+    values = dict(fmt=fmt["name"], n=len(wrong), total=len(expected), examples=_show(wrong))
+    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.decode_wrong", **values)
+    return Part(not wrong, text, mistake=mistake, label=label)
 
 
-def _len(value) -> str:
-    return str(len(value)) if isinstance(value, list) else type(value).__name__
+# ---------------------------------------------------------------- 4. limits
+LIMIT_KEYS = ("max", "smallest_normal", "smallest_subnormal", "eps")
+LIMIT_MISTAKES = {"max": "max_pattern", "smallest_normal": "min_exponent", "smallest_subnormal": "subnormal_min"}
 
 
-# ---------------------------------------------------------------- 3. limits
 def _limits_visible() -> list:
     f = formats()
     return [{"format": f[name]} for name in ("fp16", "bf16", "e4m3", "e5m2", "e2m1")]
-
 
 
 def _limits_answer(fn, case):
     return _dict_answer(fn(_fmt(case)), LIMIT_KEYS)
 
 
-
 def _limits_score(case: dict, answer: dict, expected: dict) -> list[Part]:
-    return [Part(close(answer.get(k), expected[k], rel=REL_TOL), msg("m02.limit_wrong", fmt=case["format"]["name"], field=k,
-                                                          expected=f"{expected[k]:.10g}", found=answer.get(k)))
-            for k in LIMIT_KEYS]
+    name, parts = case["format"]["name"], []
+    for key in LIMIT_KEYS:
+        found, want = answer.get(key), expected[key]
+        ok = close(found, want, rel=REL_TOL)
+        mistake = None
+        if not ok:
+            mistake = "eps_vs_roundoff" if key == "eps" and _near(_ratio(found, want), 0.5) else LIMIT_MISTAKES.get(key)
+        values = dict(fmt=name, field=key, expected=f"{want:.10g}", found=found)
+        text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.limit_wrong", **values)
+        parts.append(Part(ok, text, mistake=mistake, label=_label(f"{name} → {key}")))
+    return parts
 
 
-# ---------------------------------------------------------------- 4. round
-ROUND_VISIBLE = [0.0, -0.0, 1.0, 1.0625, 1.1875, -2.75, 0.3, 1e-3, 500.0, -70000.0, "inf", "-inf", "nan"]
+# ---------------------------------------------------------------- 5. round
+ROUND_MISTAKES = {"ordinary": "not_nearest", "ties": "ties_away", "saturation": "no_saturation",
+                  "subnormal": "subnormals", "signs": "signed_zero"}
+ROUND_GROUPS = {   # format -> group -> float32 inputs (exact halfway points in "ties")
+    "bf16": {"ordinary": [1.0, 0.3, -2.75, 3.14159265, 1e-3, 500.0, 1e30],
+             "ties": [1.00390625, 1.01171875, -3.0078125],
+             "saturation": [3.4e38, -3.4e38, "inf", "-inf"],
+             "subnormal": [1e-39, -5e-40, 2e-41],
+             "signs": [0.0, -0.0, "nan", -1e-45]},
+    "fp16": {"ordinary": [1.0, 0.1, -2.75, 1000.3, 0.007],
+             "ties": [1.00048828125, 2049.0, -2051.0],
+             "saturation": [65520.0, 70000.0, -1e6, "inf"],
+             "subnormal": [1e-7, 3e-8, -8.940696716308594e-08],
+             "signs": [-0.0, 0.0, "nan", -1e-9]},
+    "e4m3": {"ordinary": [1.0, 0.3, -2.75, 90.0],
+             "ties": [1.0625, 1.1875, -1.3125, 17.0],
+             "saturation": [449.0, 500.0, -1e4, "inf"],
+             "subnormal": [1e-3, 0.005, -0.0029296875],
+             "signs": [-0.0, "nan", -1e-4]},
+    "e2m1": {"ordinary": [1.0, 2.9, -3.3, 0.9],
+             "ties": [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -5.0],
+             "saturation": [7.0, 100.0, "-inf"],
+             "subnormal": [0.3, 0.6, -0.7],
+             "signs": [-0.0, "nan", 0.0, -0.2]},
+}
 
 
 def f32(value: float) -> float:
@@ -165,9 +318,8 @@ def f32(value: float) -> float:
 
 def _round_visible() -> list:
     f = formats()
-    return [{"format": f[name], "values": ROUND_VISIBLE} for name in ("bf16", "fp16", "e4m3", "e2m1")]
-
-
+    return [{"format": f[name], "group": group, "values": values}
+            for name, groups in ROUND_GROUPS.items() for group, values in groups.items()]
 
 
 def _round_answer(fn, case):
@@ -179,53 +331,28 @@ def _round_answer(fn, case):
     return [enc(v) for v in out.to(torch.float64).flatten().tolist()]
 
 
-
 def _round_score(case: dict, answer: list, expected: list) -> Part:
     expected = [dec(e) for e in expected]
+    name, group = case["format"]["name"], case.get("group")
+    label = _label(f"{name} · {group}") if group else None
     if not isinstance(answer, list) or len(answer) != len(expected):
-        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)))
+        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
     answer = [dec(a) for a in answer]
     wrong = [f"{x!r} → {e!r} ({a!r})" for x, e, a in zip(case["values"], expected, answer) if not _same(a, e)]
-    return Part(not wrong, msg("m02.round_wrong", fmt=case["format"]["name"], n=len(wrong), total=len(expected),
-                               examples=_show(wrong)))
-
-
-# ---------------------------------------------------------------- 5. matmul error
-def _error_visible() -> list:
-    return [{"n": 64, "seed": 0, "scale": 1.0, "formats": {k: formats()[k] for k in ERROR_FORMATS}}]
-
-
-
-def _error_answer(fn, case):
-    formats = {k: dict(v) for k, v in case["formats"].items()}
-    return _dict_answer(fn(case["n"], case["seed"], case["scale"], formats), list(case["formats"]))
-
-
-def _error_score(case: dict, answer: dict, expected: dict) -> list[Part]:
-    where = f"n={case['n']}, seed={case['seed']}, scale={case['scale']:g}"
-    parts = []
-    for name, want in expected.items():
-        got = answer.get(name)
-        ok = isinstance(got, float) and want / 2 <= got <= want * 2
-        parts.append(Part(ok, msg("m02.error_magnitude", fmt=name, where=where, expected=f"{want:.3g}",
-                                  found="None" if got is None else f"{got:.3g}")))
-    pairs = [(a, b) for a in expected for b in expected if expected[a] * 1.5 < expected[b]]
-    flipped = [f"{a} < {b}" for a, b in pairs
-               if not (isinstance(answer.get(a), float) and isinstance(answer.get(b), float)
-                       and answer[a] < answer[b])]
-    parts.append(Part(not flipped, msg("m02.error_order", where=where, pairs=_show(flipped)), weight=2.0))
-    return parts
+    mistake = ROUND_MISTAKES.get(group) if wrong else None
+    values = dict(fmt=name, n=len(wrong), total=len(expected), examples=_show(wrong))
+    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.round_wrong", **values)
+    return Part(not wrong, text, mistake=mistake, label=label)
 
 
 # ---------------------------------------------------------------- 6. measured throughput
+def device_string(kind: str) -> str:
+    return f"{kind}:0" if kind in ("cuda", "xpu") else kind
+
+
 def _measure_visible() -> list:
     from ...hardware import best_device
     return [{"dtype": "float32", "device": device_string(best_device())}]
-
-
-
-def device_string(kind: str) -> str:
-    return f"{kind}:0" if kind in ("cuda", "xpu") else kind
 
 
 def _measure_answer(fn, case):
@@ -244,8 +371,12 @@ def _measure_reference(case: dict, answer: dict) -> dict:
     return {"tflops": matmul_tflops(case["dtype"], case["device"], budget_s=1.0, sizes=[n])["tflops"], "n": n}
 
 
+def _claimed_seconds(r) -> float:
+    return r["seconds"]
+
+
 def _measure_score(case: dict, answer: dict, want) -> list[Part]:
-    from ...expectations import side_by_side
+    from ...expectations import rules, side_by_side
     rounds = referee.rounds(answer)
     for r in rounds or [{}]:
         n, seconds, tflops = r.get("n"), r.get("seconds"), r.get("tflops")
@@ -255,20 +386,33 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
     for r in rounds:
         implied = 2 * r["n"]**3 / r["seconds"] / 1e12
         if not math.isclose(r["tflops"], implied, rel_tol=0.02):
-            parts.append(Part(False, msg("m02.measure_inconsistent", n=int(r["n"]), seconds=f"{r['seconds']:.4g}",
-                                         implied=f"{implied:.4g}", found=f"{r['tflops']:.4g}")))
+            ratio = r["tflops"] / implied
+            mistake = "flops_n3" if _near(ratio, 0.5, rel=0.02) else "ms_not_s" if _near(ratio, 1e3, rel=0.02) else None
+            values = dict(n=int(r["n"]), seconds=f"{r['seconds']:.4g}", implied=f"{implied:.4g}", found=f"{r['tflops']:.4g}")
+            key = f"m02.mistake.{mistake}" if mistake else "m02.measure_inconsistent"
+            parts.append(Part(False, msg(key, **values), mistake=mistake, label=msg("m02.label_consistent")))
             break
     else:
-        parts.append(Part(True, msg("m02.measure_inconsistent", n="", seconds="", implied="", found="")))
-    what = Message(f"{case['dtype']} matmul ({case['device']})", f"{case['dtype']} matmul ({case['device']})")
+        parts.append(Part(True, msg("m02.measure_inconsistent", n="", seconds="", implied="", found=""),
+                          label=msg("m02.label_consistent")))
+    what = Message(f"{case['dtype']} 행렬 곱 ({case['device']})", f"{case['dtype']} matmul ({case['device']})")
     measured, compared = side_by_side("matmul", answer, what, lambda r: r["tflops"], lambda ref: ref["tflops"],
-                                      lambda r: r["seconds"], "TFLOP/s")
+                                      _claimed_seconds, "TFLOP/s")
     if not measured:
-        return compared
+        if referee.unmeasured(answer, _claimed_seconds) in ("no rounds", "not observed"):
+            return compared
+        mistake = "ms_not_s" if any(p.mistake == "ms_not_s" for p in parts) else "not_measured"
+        return [Part(False, msg(f"m02.mistake.{mistake}") + compared[0].message, compared[0].weight, mistake=mistake)]
+    found = referee.median_ratio(answer, lambda r: r["tflops"], lambda ref: ref["tflops"])
+    if found and found[0] > rules()["side_by_side"]["matmul"]["hi"]:
+        compared = [Part(False, msg("m02.mistake.too_fast") + p.message, p.weight, measured=True, mistake="too_fast")
+                    if not p.ok else p for p in compared]
     peak = _spec_peak(case)
     if peak:
         top = max(r["tflops"] for r in rounds)
-        parts.append(Part(top <= 1.05 * peak, msg("m02.measure_above_peak", found=f"{top:.4g}", peak=f"{peak:.4g}")))
+        above = top > 1.05 * peak
+        parts.append(Part(not above, msg("m02.measure_above_peak", found=f"{top:.4g}", peak=f"{peak:.4g}"),
+                          mistake="too_fast" if above else None))
     return parts + compared
 
 
@@ -279,12 +423,17 @@ def _spec_peak(case: dict) -> float | None:
     return profile.peak(canonical_dtype(case["dtype"])) if profile is not None else None
 
 
-# ---------------------------------------------------------------- 7. 2:4 mask
-def _mask_visible() -> list:
-    return [{"w": [[0.1, -0.9, 0.5, 0.2, 3.0, 1.0, -2.0, 0.0]]},
-            {"w": [[1.0, 1.0, 1.0, 1.0], [0.0, -2.0, 2.0, 1.0]]},
-            {"w": [[1.0, 2.0, 3.0]], "error": True}]
+# ---------------------------------------------------------------- 7. N:M mask
+MASK_MISTAKES = {"magnitude": "magnitude", "ties": "tie_rule", "1:2": "group_size", "4:8": "group_size",
+                 "shape": "shape_error"}
 
+
+def _mask_visible() -> list:
+    return [{"kind": "magnitude", "n": 2, "m": 4, "w": [[0.1, -0.9, 0.5, 0.2, 3.0, 1.0, -2.0, 0.0]]},
+            {"kind": "ties", "n": 2, "m": 4, "w": [[1.0, 1.0, 1.0, 1.0], [0.0, -2.0, 2.0, 1.0], [3.0, -1.0, 1.0, 1.0]]},
+            {"kind": "1:2", "n": 1, "m": 2, "w": [[0.5, -0.7, 2.0, 1.0, -3.0, 3.0]]},
+            {"kind": "4:8", "n": 4, "m": 8, "w": [[0.9, -0.1, 0.4, 0.3, -0.8, 0.2, 0.7, -0.6]]},
+            {"kind": "shape", "n": 2, "m": 4, "w": [[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]], "error": True}]
 
 
 def _mask_answer(fn, case):
@@ -292,40 +441,116 @@ def _mask_answer(fn, case):
     w = torch.tensor(case["w"], dtype=torch.float32)
     if case.get("error"):
         try:
-            fn(w)
+            fn(w, case["n"], case["m"])
         except ValueError:
             return "ValueError"
         except Exception as exc:  # the wrong kind of error is an answer too
             return type(exc).__name__
         return "no error"
-    return torch.as_tensor(fn(w)).to(torch.int64).tolist()
+    return torch.as_tensor(fn(w, case["n"], case["m"])).to(torch.int64).tolist()
 
 
 def _mask_score(case: dict, answer, expected) -> Part:
+    kind = case.get("kind")
+    label = _label(f"{case['n']}:{case['m']} · {kind}") if kind else None
+    mistake = MASK_MISTAKES.get(kind)
     if case.get("error"):
-        return Part(answer == "ValueError", msg("m02.mask_error", found=answer))
+        ok = answer == "ValueError"
+        return Part(ok, msg("m02.mask_error", m=case["m"], found=answer) if ok or not mistake
+                    else msg(f"m02.mistake.{mistake}", m=case["m"], found=answer),
+                    mistake=None if ok else mistake, label=label)
     if answer == expected:
-        return Part(True, msg("m02.mask_ok"))
+        return Part(True, msg("m02.mask_ok"), label=label)
     if not isinstance(answer, list) or len(answer) != len(expected):
-        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)))
+        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
     row = next(i for i, (a, e) in enumerate(zip(answer, expected)) if a != e)
-    return Part(False, msg("m02.mask_wrong", row=row, w=case["w"][row], expected=expected[row], found=answer[row]))
+    values = dict(n=case["n"], m=case["m"], row=row, w=case["w"][row], expected=expected[row], found=answer[row])
+    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.mask_wrong", **values)
+    return Part(False, text, mistake=mistake, label=label)
+
+
+# ---------------------------------------------------------------- 8. the narrowest format
+EXP_RANGE, MAN_RANGE = (2, 8), (0, 23)
+FIT_MISTAKES = {"range": "range", "precision": "precision", "subnormal": "subnormal_precision"}
+
+
+def _fit_visible() -> list:
+    """Value sets and tolerances: activations, a wide range, gradients with tiny values, a few round numbers."""
+    from random import Random
+    acts, wide, grads = Random(3), Random(2), Random(2)
+    return [{"values": [round(acts.gauss(0, 1.5), 6) for _ in range(64)], "rel_tol": 0.05, "special": "ieee"},
+            {"values": [round(wide.choice((1, -1)) * 10 ** wide.uniform(-3, 4), 9) for _ in range(64)],
+             "rel_tol": 0.01, "special": "ieee"},
+            {"values": [float(f"{grads.choice((1, -1)) * 10 ** grads.uniform(-5, -1):.3e}") for _ in range(64)],
+             "rel_tol": 0.1, "special": "ieee"},
+            {"values": [0.0, 0.5, -1.5, 3.0, 6.0, -4.0, 2.0], "rel_tol": 1e-9, "special": "none"}]
+
+
+REASONS = ("range", "subnormal", "precision")
+WHY_KEYS = ("without_exp_bit", "without_man_bit")
+
+
+def _fit_answer(fn, case):
+    result = fn(list(case["values"]), case["rel_tol"], case["special"])
+    keys = ("exp_bits", "man_bits") + WHY_KEYS
+    if not isinstance(result, dict):
+        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+    out = {k: int(result[k]) if isinstance(result.get(k), (int, float)) and float(result[k]).is_integer()
+           else repr(result.get(k)) for k in keys[:2]}
+    why = {k: result[k] if k in result and result[k] in REASONS + (None,) else f"{result.get(k, 'missing')!r}"
+           for k in WHY_KEYS}
+    return {**out, **why}
+
+
+def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
+    e, m = answer.get("exp_bits"), answer.get("man_bits")
+    want_e, want_m = expected["exp_bits"], expected["man_bits"]
+    where = f"{len(case['values'])} values, rel_tol={case['rel_tol']:g}, special={case['special']}"
+    labels = [msg(f"m02.label_{k}", where=where) for k in ("fits", "narrowest", "split")]
+    why = [Part(answer.get(k) == expected[k], msg("m02.fit_why", where=where, key=k, expected=expected[k],
+                                                   found=answer.get(k)), label=msg(f"m02.label_{k}", where=where))
+           for k in WHY_KEYS]
+    if not (isinstance(e, int) and isinstance(m, int) and EXP_RANGE[0] <= e <= EXP_RANGE[1]
+            and MAN_RANGE[0] <= m <= MAN_RANGE[1]):
+        text = msg("m02.fit_invalid", where=where, exp=e, man=m)
+        return [Part(False, text, label=label) for label in labels] + why
+    status = expected["status"][f"{e},{m}"]
+    values = dict(where=where, exp=e, man=m, bits=1 + e + m, want_exp=want_e, want_man=want_m,
+                  want_bits=1 + want_e + want_m)
+    fits = status == "ok"
+    narrowest = e + m == want_e + want_m
+    mistake = (FIT_MISTAKES[status] if not fits else "not_narrowest" if e + m > want_e + want_m
+               else "fit_split" if (e, m) != (want_e, want_m) else None)
+    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.fit_ok", **values)
+    return [Part(fits, text, mistake=None if fits else mistake, label=labels[0]),
+            Part(fits and narrowest, text, mistake=mistake if fits and not narrowest else None, label=labels[1]),
+            Part((e, m) == (want_e, want_m), text, mistake=mistake, label=labels[2])] + why
 
 
 TASKS = {
     "gpu_numbers": Task(title=msg("m02.title_spec"), answer=lambda fn, case: _dict_answer(fn(dict(case)), SPEC_KEYS),
-                        score=_spec_score, visible=_spec_visible),
+                        score=_spec_score, visible=_spec_visible, kind="recall", level="warm-up",
+                        mistakes=("no_fma", "boost_clock", "tensor_core_count", "units")),
+    "spec_sheet": Task(title=msg("m02.title_sheet"), answer=_sheet_answer, score=_sheet_score,
+                       visible=_sheet_visible, kind="transfer", level="core",
+                       mistakes=("sparse_as_dense", "fp16_accumulate", "halved_datacenter", "per_system", "clock",
+                                 "pflops")),
     "decode": Task(title=msg("m02.title_decode"), answer=_decode_answer, score=_decode_score,
-                   visible=_decode_visible),
+                   visible=_decode_visible, kind="recall", level="core",
+                   mistakes=("fields", "subnormals", "negative_zero", "ieee_specials", "special_rule")),
     "limits": Task(title=msg("m02.title_limits"), answer=_limits_answer, score=_limits_score,
-                   visible=_limits_visible),
+                   visible=_limits_visible, kind="transfer", level="core",
+                   mistakes=("max_pattern", "min_exponent", "subnormal_min", "eps_vs_roundoff")),
     "round": Task(title=msg("m02.title_round"), answer=_round_answer, score=_round_score,
-                  visible=_round_visible),
-    "matmul_error": Task(title=msg("m02.title_error"), answer=_error_answer, score=_error_score,
-                         visible=_error_visible),
+                  visible=_round_visible, kind="transfer", level="core",
+                  mistakes=("not_nearest", "ties_away", "no_saturation", "subnormals", "signed_zero")),
     "measure": Task(title=msg("m02.title_measure"), answer=_measure_answer, score=_measure_score,
-                    visible=_measure_visible, measurement=True,
-                    reference=_measure_reference, rounds=3),
-    "mask_2_4": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
-                     visible=_mask_visible),
+                    visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=3,
+                    kind="recall", level="core", mistakes=("flops_n3", "ms_not_s", "not_measured", "too_fast")),
+    "nm_mask": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
+                    visible=_mask_visible, kind="recall", level="core",
+                    mistakes=("magnitude", "tie_rule", "group_size", "shape_error")),
+    "smallest_format": Task(title=msg("m02.title_fit"), answer=_fit_answer, score=_fit_score,
+                            visible=_fit_visible, kind="transfer", level="stretch",
+                            mistakes=("range", "precision", "subnormal_precision", "not_narrowest", "fit_split")),
 }

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from autograder import profiles
+from autograder.modules.m02_gpu_architecture import tasks
 from course_answers import m02_gpu_architecture as ref
 from autograder.modules.m02_gpu_architecture.lesson import E2M1_VALUES, FORMATS, QUOTED_LIMITS, simulate, value_of
 
@@ -99,36 +100,23 @@ def test_round_output_is_representable_for_fp6():
         assert set(got) <= grid
 
 
-def test_matmul_errors_follow_the_mantissa_bits():
-    formats = {k: FORMATS[k] for k in ("fp32", "tf32", "bf16", "fp16", "e4m3", "e5m2", "e2m1")}
-    errors = ref.matmul_errors(64, 0, 1.0, formats)
-    for name, err in errors.items():
-        unit = 2.0 ** -(FORMATS[name]["man_bits"] + 1)
-        assert 0.1 * unit < err < 2 * unit, name
-    assert errors["fp32"] < errors["fp16"] < errors["bf16"] < errors["e4m3"] < errors["e5m2"] < errors["e2m1"]
-
-
-def test_matmul_errors_show_the_range_of_fp16():
-    formats = {k: FORMATS[k] for k in ("bf16", "fp16", "e4m3")}
-    tiny = ref.matmul_errors(32, 1, 1e-6, formats)
-    assert tiny["fp16"] > 5 * tiny["bf16"] and tiny["e4m3"] == 1.0
-
-
-def test_mask_keeps_two_largest_with_lower_index_on_ties():
+def test_mask_keeps_the_largest_with_lower_index_on_ties():
     w = torch.tensor([[1.0, -3.0, 3.0, 0.5, 2.0, 2.0, 2.0, 2.0]])
-    assert ref.mask_2_4(w).int().tolist() == [[0, 1, 1, 0, 1, 1, 0, 0]]
+    assert ref.nm_mask(w, 2, 4).int().tolist() == [[0, 1, 1, 0, 1, 1, 0, 0]]
+    assert ref.nm_mask(w, 1, 2).int().tolist() == [[0, 1, 1, 0, 1, 0, 1, 0]]
+    assert ref.nm_mask(w, 4, 8).int().tolist() == [[0, 1, 1, 0, 1, 1, 0, 0]]
     random = torch.randn(16, 32)
-    mask = ref.mask_2_4(random)
+    mask = ref.nm_mask(random)
     assert mask.reshape(16, -1, 4).sum(-1).eq(2).all()
     kept_min = (random.abs() * mask).reshape(16, -1, 4).masked_fill(~mask.reshape(16, -1, 4), math.inf).amin(-1)
     dropped_max = (random.abs() * ~mask).reshape(16, -1, 4).amax(-1)
     assert (kept_min >= dropped_max).all()
 
 
-@pytest.mark.parametrize("shape", [(3,), (2, 6), (2, 2, 4)])
-def test_mask_rejects_bad_shapes(shape):
+@pytest.mark.parametrize("shape,m", [((3,), 4), ((2, 6), 4), ((2, 2, 4), 4), ((1, 12), 8), ((2, 3), 2)])
+def test_mask_rejects_bad_shapes(shape, m):
     with pytest.raises(ValueError):
-        ref.mask_2_4(torch.ones(shape))
+        ref.nm_mask(torch.ones(shape), m // 2, m)
 
 
 def test_gpu_numbers_reproduce_the_whitepaper_figures():
@@ -146,6 +134,54 @@ def test_gpu_numbers_reproduce_the_whitepaper_figures():
     spec = {"sms": 108, "tensor_cores_per_sm": 4, "fp32_lanes_per_sm": 64, "boost_clock_mhz": 1410,
             "dense_tensor_tflops": a100.peak("bf16"), "clock_mhz": 1410}
     assert ref.gpu_numbers(spec)["flops_per_tc_per_cycle"] == pytest.approx(512, rel=0.01)   # 256 FMA per clock
+
+
+QUOTES = {q["product"]: q for q in tasks.spec_sheets()["quotes"]}
+
+
+def quote(start: str) -> dict:
+    return next(q for name, q in QUOTES.items() if name.startswith(start))
+
+
+def test_spec_sheet_quotes_cite_a_source_and_agree_with_the_profiles():
+    """The printed figures of the visible quotes are the profiles' figures, traps included (issue 17, item 4)."""
+    sources = tasks.spec_sheets()["sources"]
+    assert all(q["source"] in sources and "https://" in sources[q["source"]] for q in QUOTES.values())
+    h100 = profiles.get("h100_pcie")
+    assert quote("H100 PCIe")["printed"] == pytest.approx(h100.peak("bf16", sparse=True), rel=1e-3)
+    assert ref.dense_peak(quote("H100 PCIe"))["dense_tflops"] == pytest.approx(h100.peak("bf16"), rel=1e-3)
+    for pid, start in (("rtx_3090", "RTX 3090"), ("rtx_5090", "RTX 5090")):
+        p = profiles.get(pid)
+        assert ref.dense_peak(quote(start))["dense_tflops"] == pytest.approx(p.peak("bf16"), rel=1e-3)
+        assert quote(start)["printed"] in (p.get("fp16_fp16acc_tflops"), 2 * p.get("fp16_fp16acc_tflops"))
+    assert ref.dense_peak(quote("A100, FP16"))["dense_tflops"] == profiles.get("a100_sxm_80gb").peak("fp16")
+    assert ref.dense_peak(quote("GB200"))["dense_tflops"] == profiles.get("gb200").peak("bf16")
+
+
+def test_dense_peak_names_each_trap_once_and_undoes_it():
+    q = {"product": "X", "printed": 8 * 2 * 2 * 100 * 1.5, "unit": "TFLOPS", "format": "fp16", "sparsity_footnote": True,
+         "accumulate": "fp16", "segment": "consumer", "gpus": 8, "quoted_clock_mhz": 1500, "clock_mhz": 1000}
+    out = ref.dense_peak(q)
+    assert out == {"dense_tflops": pytest.approx(100.0), "traps": ["clock", "fp16_accumulate", "per_system", "sparse"]}
+    assert ref.dense_peak({**q, "segment": "datacenter"})["traps"] == ["clock", "per_system", "sparse"]
+    assert ref.dense_peak({**q, "unit": "PFLOPS", "printed": q["printed"] / 1000})["dense_tflops"] == pytest.approx(100.0)
+
+
+def test_smallest_format_finds_the_named_formats():
+    """The values of e2m1 need exactly e2m1 (with no special values); fp16's values need fp16's 5 exponent bits."""
+    e2m1 = [ref.decode(b, FORMATS["e2m1"]) for b in range(16)]
+    assert {k: ref.smallest_format(e2m1, 1e-12, "none")[k] for k in ("exp_bits", "man_bits")} == {"exp_bits": 2, "man_bits": 1}
+    fp16 = [ref.decode(b, FORMATS["fp16"]) for b in range(0x0400, 0x7C00, 37)]          # normal fp16 values
+    found = ref.smallest_format(fp16, 1e-12, "ieee")
+    assert (found["exp_bits"], found["man_bits"]) == (5, 10) and found["without_exp_bit"] in ("range", "subnormal")
+    assert found["without_man_bit"] == "precision"
+
+
+def test_fit_status_names_range_subnormal_and_precision():
+    assert ref.fit_status([1e6], 0.01, 4, 7, "ieee") == "range"
+    assert ref.fit_status([3e-4], 0.01, 4, 7, "ieee") == "subnormal"
+    assert ref.fit_status([1.3], 0.01, 4, 2, "ieee") == "precision"
+    assert ref.fit_status([0.0, 1.0, -2.0], 0.0, 2, 0, "ieee") == "ok"
 
 
 def test_simulate_matches_torch_and_the_e2m1_table():

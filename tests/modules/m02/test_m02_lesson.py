@@ -1,9 +1,15 @@
-"""Lesson helpers of module 02: format data, the bit explorer, the generations table."""
+"""Lesson helpers of module 02: format data, the bit explorer, the generations table, measured efficiency; and the
+lesson's own text where a correction must hold."""
+import json
+from pathlib import Path
+
 import pytest
 
 from autograder import profiles
-from autograder.modules.m02_gpu_architecture.lesson import (EXPLORER_FORMATS, FORMATS, bit_explorer, explain, generations, largest, simulate,
-                                    value_of)
+from autograder.modules.m02_gpu_architecture.lesson import (EXPLORER_FORMATS, FORMATS, bit_explorer, explain,
+                                                            generations, largest, mamf_rows, simulate, value_of)
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_every_format_has_a_layout_and_a_source():
@@ -55,3 +61,32 @@ def test_generations_run_from_pascal_to_blackwell_with_profile_figures():
     hopper = next(r for r in rows if r["arch"] == "Hopper")
     assert hopper["tensor_tflops"] == profiles.get("h100_sxm").peak("bf16")
     assert [r["year"] for r in rows] == sorted(r["year"] for r in rows)
+
+
+def test_measured_matmul_efficiency_has_its_source():
+    rows, source = mamf_rows()
+    assert "https://" in source and len(rows) >= 3
+    share = {r["accelerator"]: r["mamf"] / r["theory"] for r in rows}
+    assert 0.45 < share["AMD MI300X"] < 0.55 and all(0.4 < s < 1.0 for s in share.values())
+
+
+def lesson_text(lang: str) -> dict:
+    nb = json.loads((REPO / f"lessons/02_gpu_architecture/lesson.{lang}.ipynb").read_text(encoding="utf-8"))
+    return {c["id"]: "".join(c["source"]) for c in nb["cells"]}
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_opening_cites_each_peak_where_it_is_printed(lang):
+    """Issue 17, item 4: the datasheet prints only sparse tensor figures; the dense 989.4 is the whitepaper's."""
+    opening = lesson_text(lang)["c00"]
+    assert "1,979" in opening and "3,958" in opening and "989.4" in opening
+    assert ("datasheet" in opening and "whitepaper" in opening and "with sparsity" in opening) if lang == "en" else \
+        ("사양서" in opening and "백서" in opening and "희소성 포함" in opening)
+    assert "989 TFLOP/s for BF16" not in opening
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_l4_row_is_marked_as_an_assumption(lang):
+    """Issue 17, item 8: NVIDIA does not state the L4's accumulation, so the lesson must not present it as fact."""
+    text = lesson_text(lang)["c15"]
+    assert "L4" in text and ("assumption" in text if lang == "en" else "가정" in text)

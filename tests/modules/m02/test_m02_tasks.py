@@ -1,4 +1,5 @@
-"""The graded tasks of exercise 02: full marks for the reference, zero for stubs, partial for typical mistakes."""
+"""The graded tasks of exercise 02: full marks for the reference, zero for stubs, partial credit that names the
+mistake, and hidden cases that a hard-coded answer cannot pass."""
 import json
 import math
 import sys
@@ -7,25 +8,34 @@ import pytest
 import torch
 
 from autograder.checks import CheckFailed, check, core, task as find_task
+from autograder.checks.expected import want
 from autograder.modules.m02_gpu_architecture import tasks
 from course_answers import m02_gpu_architecture as ref
 
 SEEDS = (1, 2, 3)
 
 
-def share(task_id: str, learner, hidden: bool = True, seed: int = 1) -> float:
+def parts(task_id: str, learner, hidden: bool = True, seed: int = 1) -> list:
     task = find_task(f"m02.{task_id}")
-    records = core.collect(task, learner, core.cases_for(task, hidden, seed))
-    return core.fraction(core.score_records(task, records))
+    return core.score_records(task, core.collect(task, learner, core.cases_for(task, hidden, seed)))
+
+
+def share(task_id: str, learner, hidden: bool = True, seed: int = 1) -> float:
+    return core.fraction(parts(task_id, learner, hidden, seed))
+
+
+def named(task_id: str, learner, hidden: bool = False) -> set:
+    return {p.mistake for p in parts(task_id, learner, hidden) if not p.ok and p.mistake}
 
 
 REFERENCE = {
     "gpu_numbers": ref.gpu_numbers,
+    "spec_sheet": ref.dense_peak,
     "decode": ref.decode,
     "limits": ref.limits,
     "round": ref.round_to_format,
-    "matmul_error": ref.matmul_errors,
-    "mask_2_4": ref.mask_2_4,
+    "nm_mask": ref.nm_mask,
+    "smallest_format": ref.smallest_format,
 }
 
 
@@ -33,6 +43,12 @@ REFERENCE = {
 @pytest.mark.parametrize("seed", SEEDS)
 def test_reference_gets_full_marks(task_id, seed):
     assert share(task_id, REFERENCE[task_id], seed=seed) == 1.0
+
+
+def test_the_exercise_climbs_from_a_recall_warm_up_to_a_transfer_stretch():
+    order = list(tasks.TASKS)
+    assert tasks.TASKS[order[0]].level == "warm-up" and tasks.TASKS[order[-1]].level == "stretch"
+    assert 2 * sum(t.kind == "transfer" for t in tasks.TASKS.values()) >= len(tasks.TASKS)
 
 
 @pytest.mark.parametrize("task_id", sorted(tasks.TASKS))
@@ -72,58 +88,80 @@ def test_visible_cases_do_not_need_the_answers(monkeypatch):
     for name in tasks.TASKS:
         task = find_task(f"m02.{name}")
         for case in core.cases_for(task, False, 5):
+            assert name == "measure" or want(task.id, case) is not None or case.get("error")
             core.score_records(task, [{"case": case, "answer": None, "error": "NotImplementedError"}])
 
 
-# ---------------------------------------------------------------- 1. spec arithmetic
-def test_spec_without_fma_gets_partial_credit():
-    def no_fma(spec):
-        out = ref.gpu_numbers(spec)
-        return {**out, "vector_fp32_tflops": out["vector_fp32_tflops"] / 2, "tensor_over_vector": out["tensor_over_vector"] * 2}
-    assert 0.3 < share("gpu_numbers", no_fma) < 0.8
+def test_partial_verdicts_label_the_parts():
+    """Every part of a visible case has a label, so a 🟡 verdict can list what is right."""
+    for name, fn in REFERENCE.items():
+        assert all(p.label is not None for p in parts(name, fn, hidden=False)), name
+
+
+# ---------------------------------------------------------------- 1. the peak from the parts
+def test_spec_with_the_boost_clock_for_the_running_clock_costs_the_double_weighted_part():
+    def boost_only(spec):
+        return ref.gpu_numbers({**spec, "clock_mhz": spec["boost_clock_mhz"]})
+    assert 0.4 < share("gpu_numbers", boost_only) < 0.9     # it was 0.9 of the task before: 0.3 of 3 points
+    assert "boost_clock" in named("gpu_numbers", boost_only)
 
 
 def test_spec_hard_coded_for_the_visible_gpus_fails_hidden_cases():
     table = {c["name"]: ref.gpu_numbers(c) for c in tasks._spec_visible()}
-    learner = lambda spec: table.get(spec["name"], table["H100 SXM"])
+    learner = lambda spec: table.get(spec["name"], table["H100 SXM"])  # noqa: E731
     assert share("gpu_numbers", learner, hidden=False) == 1.0
     assert share("gpu_numbers", learner) < 0.5
 
 
-def test_spec_using_the_boost_clock_for_the_running_clock_loses_that_part():
-    def boost_only(spec):
-        return ref.gpu_numbers({**spec, "clock_mhz": spec["boost_clock_mhz"]})
-    assert 0.7 < share("gpu_numbers", boost_only) < 1.0
+# ---------------------------------------------------------------- 2. a spec sheet with traps
+def test_spec_sheet_visible_cases_cover_every_trap_and_the_datacenter_exception():
+    cases = tasks._sheet_visible()
+    traps = {t for c in cases for t in ref.dense_peak(c)["traps"]}
+    assert traps == set(tasks.TRAPS)
+    assert any(c["accumulate"] == "fp16" and c["segment"] == "datacenter" and not ref.dense_peak(c)["traps"]
+               for c in cases)
+    assert any(c["unit"] == "PFLOPS" for c in cases)
 
 
-# ---------------------------------------------------------------- 2. decode
-def test_decode_without_subnormals_or_specials_is_partial():
+def test_spec_sheet_value_right_traps_wrong_earns_the_value_part():
+    def no_traps(quote):
+        return {**ref.dense_peak(quote), "traps": []}
+    assert 0.6 < share("spec_sheet", no_traps, hidden=False) < 1.0
+
+
+def test_spec_sheet_traps_as_a_set_in_any_order():
+    def reversed_traps(quote):
+        out = ref.dense_peak(quote)
+        return {"dense_tflops": out["dense_tflops"], "traps": tuple(reversed(out["traps"]))}
+    assert share("spec_sheet", reversed_traps) == 1.0
+
+
+def test_spec_sheet_hard_coded_answers_fail_the_hidden_quotes():
+    table = {c["product"]: ref.dense_peak(c) for c in tasks._sheet_visible()}
+    learner = lambda q: table.get(q["product"], {"dense_tflops": 1.0, "traps": []})  # noqa: E731
+    assert share("spec_sheet", learner, hidden=False) == 1.0
+    assert share("spec_sheet", learner) < 0.6
+
+
+# ---------------------------------------------------------------- 3. decode
+def test_decode_without_subnormals_or_specials_gets_nothing_for_those_rules():
     def naive(bits, fmt):
         e_bits, m_bits, bias = fmt["exp_bits"], fmt["man_bits"], fmt["bias"]
         sign = -1.0 if bits >> (e_bits + m_bits) else 1.0
         e, m = (bits >> m_bits) & (2**e_bits - 1), bits & (2**m_bits - 1)
         return sign * 2.0 ** (e - bias) * (1 + m / 2**m_bits)
-    assert share("decode", naive) == 0.0
-
-
-def test_decode_that_treats_e4m3_like_ieee_loses_e4m3():
-    learner = lambda bits, fmt: ref.decode(bits, {**fmt, "special": "ieee" if fmt["special"] == "fn" else fmt["special"]})
-    assert 0.5 < share("decode", learner) < 1.0
+    assert {"subnormals", "ieee_specials"} <= named("decode", naive)
+    assert share("decode", naive) < 0.5
 
 
 def test_decode_by_table_lookup_of_visible_patterns_fails_hidden():
     table = {(c["format"]["name"], b): ref.decode(b, c["format"]) for c in tasks._decode_visible() for b in c["bits"]}
-    learner = lambda bits, fmt: table.get((fmt["name"], bits), 0.0)
+    learner = lambda bits, fmt: table.get((fmt["name"], bits), 0.0)  # noqa: E731
     assert share("decode", learner, hidden=False) == 1.0
     assert share("decode", learner) < 0.5
 
 
-# ---------------------------------------------------------------- 3. limits
-def test_limits_with_the_ieee_rule_everywhere_is_partial():
-    learner = lambda fmt: ref.limits({**fmt, "special": "ieee"})
-    assert 0.5 < share("limits", learner) < 1.0
-
-
+# ---------------------------------------------------------------- 4. limits
 def test_limits_from_torch_finfo_only_fails_the_other_formats():
     def finfo_only(fmt):
         info = torch.finfo(getattr(torch, {"fp16": "float16", "bf16": "bfloat16", "e4m3": "float8_e4m3fn",
@@ -133,35 +171,7 @@ def test_limits_from_torch_finfo_only_fails_the_other_formats():
     assert share("limits", finfo_only) < 0.75
 
 
-# ---------------------------------------------------------------- 4. round
-def _with_rounding(rounder):
-    def learner(x, fmt):
-        m_bits, bias = fmt["man_bits"], fmt["bias"]
-        top = ref.limits(fmt)["max"]
-        x = torch.as_tensor(x, dtype=torch.float64)
-        a = x.abs().clamp(max=top)
-        e = (torch.frexp(a)[1].double() - 1).clamp(min=1 - bias)
-        step = torch.exp2(e - m_bits)
-        return torch.copysign((rounder(a / step) * step).clamp(max=top), x)
-    return learner
-
-
-def test_round_half_away_from_zero_fails_the_ties():
-    assert share("round", _with_rounding(lambda v: torch.floor(v + 0.5))) < 0.5
-
-
-def test_round_by_truncation_fails():
-    assert share("round", _with_rounding(torch.floor)) == 0.0
-
-
-def test_round_without_saturation_loses_the_overflow_cases():
-    def overflowing(x, fmt):
-        out = ref.round_to_format(x, fmt)
-        return torch.where(torch.as_tensor(x, dtype=torch.float64).abs() > ref.limits(fmt)["max"],
-                           torch.copysign(torch.tensor(math.inf, dtype=torch.float64), out), out)
-    assert share("round", overflowing) == 0.0
-
-
+# ---------------------------------------------------------------- 5. round
 def test_round_with_torch_casts_only_gets_partial_credit():
     def torch_only(x, fmt):
         top = ref.limits(fmt)["max"]
@@ -171,21 +181,25 @@ def test_round_with_torch_casts_only_gets_partial_credit():
     assert 0.2 < share("round", torch_only) < 0.8
 
 
-# ---------------------------------------------------------------- 5. matmul error
-def test_matmul_error_hard_coded_fails_hidden_scales():
-    visible = tasks._error_visible()[0]
-    table = ref.matmul_errors(visible["n"], visible["seed"], visible["scale"], visible["formats"])
-    learner = lambda n, seed, scale, formats: dict(table)
-    assert share("matmul_error", learner, hidden=False) == 1.0
-    assert share("matmul_error", learner) < 0.6
-
-
-def test_matmul_error_with_swapped_formats_loses_magnitude_and_order():
-    def swapped(n, seed, scale, formats):
-        out = ref.matmul_errors(n, seed, scale, formats)
-        out["bf16"], out["e5m2"] = out["e5m2"], out["bf16"]
-        return out
-    assert share("matmul_error", swapped, hidden=False) < 0.75
+def test_round_groups_hold_what_they_name():
+    """'ties' are exact halfway points and the other groups hold none; 'saturation' is out of range."""
+    for case in tasks._round_visible():
+        fmt, group = case["format"], case["group"]
+        x = torch.tensor([tasks.dec(v) for v in case["values"]], dtype=torch.float64)
+        finite = x[torch.isfinite(x)]
+        grid = ref.round_to_format(finite, fmt)
+        e = (torch.frexp(finite.abs())[1].double() - 1).clamp(min=1 - fmt["bias"])
+        halfway = ((finite.abs() / torch.exp2(e - fmt["man_bits"])) % 1 == 0.5)
+        top = ref.limits(fmt)["max"]
+        if group == "ties":
+            assert halfway.all(), (fmt["name"], case["values"])
+        elif group == "saturation":
+            assert (x.abs() > top).all(), (fmt["name"], case["values"])
+        else:
+            assert not (halfway & (finite.abs() <= top)).any() or group == "subnormal", (fmt["name"], group)
+        if group == "subnormal":
+            assert (finite.abs() < ref.limits(fmt)["smallest_normal"]).all(), fmt["name"]
+        assert grid.shape == finite.shape
 
 
 # ---------------------------------------------------------------- 6. measurement (side by side, answers by hand)
@@ -227,8 +241,8 @@ def test_measure_in_band_and_consistent_gets_full_marks(measured):
 def test_measure_outside_the_band_loses_the_band_part(measured):
     assert 0 < run_measure(consistent(0.04)) < 1.0   # a fifth of the reference
     assert 0 < run_measure(consistent(4.0)) < 1.0    # 20x: no synchronize
-    parts = tasks._measure_score(CASE, measure_answer(consistent(4.0)), None)
-    assert any("Faster than the hardware can be" in p.message.en for p in parts if not p.ok)
+    found = tasks._measure_score(CASE, measure_answer(consistent(4.0)), None)
+    assert any("Faster than the hardware can be" in p.message.en and p.mistake == "too_fast" for p in found if not p.ok)
 
 
 def test_measure_inconsistent_numbers_lose_the_consistency_part(measured):
@@ -250,8 +264,8 @@ def test_measure_without_a_reference_figure_grades_consistency(measured):
     failed = {"error": "RuntimeError: bfloat16 matmul is not supported here"}
     case = {"dtype": "bfloat16", "device": "cpu"}
     assert run_measure(consistent(0.2), case, reference=failed) == 1.0
-    parts = tasks._measure_score(case, measure_answer(consistent(0.2), case, reference=failed), None)
-    assert any("could not run here" in p.message.en and p.weight == 0 for p in parts)
+    found = tasks._measure_score(case, measure_answer(consistent(0.2), case, reference=failed), None)
+    assert any("could not run here" in p.message.en and p.weight == 0 for p in found)
     inconsistent = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
     assert run_measure(inconsistent, case, reference=failed) == 0.0  # consistency is then all there is
 
@@ -263,8 +277,8 @@ def test_measure_must_be_measured_while_the_referee_watches(measured):
     assert run_measure(honest, walls=[0.1, 0.2]) == 0.0  # a round the referee did not see
     answer = measure_answer(honest)
     del answer["observed"]
-    parts = tasks._measure_score(CASE, answer, None)
-    assert core.fraction(parts) == 0.0 and "while the grader watched" in parts[0].message.en
+    found = tasks._measure_score(CASE, answer, None)
+    assert core.fraction(found) == 0.0 and "while the grader watched" in found[0].message.en
 
 
 def test_measure_a_constant_answer_is_not_measured(monkeypatch):
@@ -276,8 +290,9 @@ def test_measure_a_constant_answer_is_not_measured(monkeypatch):
     constant = lambda dtype, device: {"n": 4096, "seconds": 0.5, "tflops": 2 * 4096**3 / 0.5 / 1e12}  # noqa: E731
     records = core.collect(task, constant, [CASE], "m02.measure")
     assert len(records[0]["answer"]["observed"]["walls"]) == task.rounds
-    parts = core.score_records(task, records)
-    assert core.fraction(parts) == 0.0 and "this was not measured" in parts[0].message.en
+    found = core.score_records(task, records)
+    assert core.fraction(found) == 0.0 and "this was not measured" in found[0].message.en
+    assert found[0].mistake == "not_measured"
 
 
 def test_measure_reference_times_the_learners_size_within_bounds(monkeypatch):
@@ -303,26 +318,33 @@ def test_measure_cases_follow_the_best_device(monkeypatch):
     assert ref.HIDDEN["measure"](random.Random(0))[0]["dtype"] == "bfloat16"
 
 
-# ---------------------------------------------------------------- 7. 2:4 mask
-def test_mask_with_topk_ties_or_no_error_is_partial():
-    def topk_mask(w):
-        idx = w.abs().reshape(w.shape[0], -1, 4).topk(2, dim=-1, largest=True, sorted=False).indices
-        return torch.zeros(w.shape[0], w.shape[1] // 4, 4, dtype=torch.bool).scatter_(-1, idx, True).reshape(w.shape)
-    assert share("mask_2_4", topk_mask) < 1.0
+# ---------------------------------------------------------------- 7. N:M mask
+def test_mask_with_topk_ties_is_partial():
+    def topk_mask(w, n, m):
+        idx = w.abs().reshape(w.shape[0], -1, m).topk(n, dim=-1, largest=True, sorted=False).indices
+        return torch.zeros(w.shape[0], w.shape[1] // m, m, dtype=torch.bool).scatter_(-1, idx, True).reshape(w.shape)
+    assert share("nm_mask", topk_mask) < 1.0
 
 
-def test_mask_keeping_the_higher_index_on_ties_fails_the_tie_cases():
-    def higher_index(w):
-        return ref.mask_2_4(w.flip(-1)).flip(-1)
-    visible = share("mask_2_4", higher_index, hidden=False)
-    assert visible < 1.0 and share("mask_2_4", higher_index) < 0.7
+def test_mask_fixed_at_2_4_fails_the_other_patterns():
+    assert share("nm_mask", lambda w, n, m: ref.nm_mask(w, 2, 4) if w.shape[1] % 4 == 0 else ref.nm_mask(w, n, m)) < 0.8
 
 
-def test_mask_by_signed_value_instead_of_magnitude_fails():
-    def signed(w):
-        w = torch.as_tensor(w)
-        if w.ndim != 2 or w.shape[1] % 4:
-            raise ValueError("bad shape")
-        order = torch.sort(w.reshape(w.shape[0], -1, 4), dim=-1, descending=True, stable=True).indices
-        return torch.zeros(w.shape[0], w.shape[1] // 4, 4, dtype=torch.bool).scatter_(-1, order[..., :2], True).reshape(w.shape)
-    assert share("mask_2_4", signed) < 0.5
+# ---------------------------------------------------------------- 8. the narrowest format
+def test_fit_visible_cases_show_every_reason():
+    reasons = set()
+    for case in tasks._fit_visible():
+        out = ref.smallest_format(case["values"], case["rel_tol"], case["special"])
+        reasons |= {out["without_exp_bit"], out["without_man_bit"]}
+    assert {"range", "subnormal", "precision"} <= reasons
+
+
+def test_fit_right_format_wrong_reasons_earns_partial_credit():
+    def no_reasons(values, rel_tol, special):
+        return {**ref.smallest_format(values, rel_tol, special), "without_exp_bit": None, "without_man_bit": None}
+    assert 0.5 < share("smallest_format", no_reasons, hidden=False) < 1.0
+
+
+def test_fit_invalid_answers_score_nothing_but_do_not_crash():
+    assert share("smallest_format", lambda values, tol, special: {"exp_bits": 11, "man_bits": 3}, hidden=False) == 0.0
+    assert share("smallest_format", lambda values, tol, special: {"exp_bits": "5"}, hidden=False) == 0.0
