@@ -131,23 +131,25 @@ def roofline_explorer(default=("h100_sxm", "h200_sxm")):
         ax.axvline(intensity, color="gray", linestyle=":")
         ax.set_xlabel("FLOP/byte")
         ax.set_ylabel("TFLOP/s")
-        ax.set_title(f"{dtype} roofline")
+        ax.set_title(t(f"{dtype} 루프라인", f"{dtype} roofline"))
         if ax.get_lines()[:-1]:
             ax.legend(fontsize=8)
         plt.show()
-        show_table(rows, ["device", "ridge", "TFLOP/s", "bound"])
+        show_table(rows, ["device", "ridge", "TFLOP/s", "bound"],
+                   {"device": t("장치", "device"), "ridge": "ridge point", "bound": t("한계", "bound")})
 
     out = widgets.interactive_output(draw, {"ids": pick, "dtype": fmt, "intensity": point})
     display(widgets.HBox([pick, widgets.VBox([fmt, point])]), out)
 
 
 def decode_tokens_per_s(model: dict, batch, context: int, p, weight_bytes: int = 2, kv_bytes: int = 2, dtype="bf16"):
-    """Upper bound on decode tokens/s: min(memory bound, compute bound at 2 FLOPs per parameter per token)."""
-    from ...llm import kv_cache_bytes
+    """Upper bound on decode tokens/s over ``batch`` (an array): the lower of the memory roof (every step reads the
+    weights and each sequence's KV cache) and the compute roof (2 FLOPs per parameter per token)."""
+    from ... import llm
 
-    shape = {**model, "kv_bytes": kv_bytes}
-    step_bytes = model["params"] * weight_bytes + np.vectorize(lambda b: kv_cache_bytes(shape, b, context))(batch)
-    return np.minimum(batch * p.bandwidth_gbs * 1e9 / step_bytes, p.peak(dtype) * 1e12 / (2 * model["params"]))
+    shape = {**model, "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
+    per_step = llm.weight_bytes(shape) + llm.kv_cache_bytes(shape, 1, context) * np.asarray(batch)
+    return np.minimum(batch * p.bandwidth_gbs * 1e9 / per_step, p.peak(dtype) * 1e12 / (2 * shape["params"]))
 
 
 def plot_decode_batches(model: dict, context: int, gpus: list):
@@ -163,7 +165,8 @@ def plot_decode_batches(model: dict, context: int, gpus: list):
         ax.plot(batch[fits], decode_tokens_per_s(model, batch[fits], context, p), label=f"{p.label} ({p.memory_gib:.0f} GiB)")
     ax.set_xlabel(t("배치 (동시에 디코딩하는 시퀀스 수)", "batch (sequences decoded together)"))
     ax.set_ylabel(t("토큰/s 상한", "tokens/s bound"))
-    ax.set_title(f"{model.get('label', '')} bf16, context {context}", fontsize=10)
+    ax.set_title(t(f"{model.get('label', '')} bf16, 컨텍스트 {context}", f"{model.get('label', '')} bf16, context {context}"),
+                 fontsize=10)
     ax.legend()
     return fig
 
@@ -228,7 +231,7 @@ def plot_measured_roofline(points: list[tuple], peak_tflops: float, gbs: float, 
         ax.scatter(i, achieved, zorder=3, label=f"{name}: {achieved:.3g} TFLOP/s")
     ax.set_xlabel(t("산술 강도 (FLOP/byte, fp32)", "arithmetic intensity (FLOP/byte, fp32)"))
     ax.set_ylabel("TFLOP/s")
-    ax.set_title(t(f"{device}의 roofline과 직접 잰 점", f"Roofline of {device} with measured points"))
+    ax.set_title(t(f"{device}의 루프라인과 직접 잰 점", f"Roofline of {device} with measured points"))
     ax.legend(fontsize=8)
     return fig
 

@@ -1,13 +1,14 @@
 """Tasks of module 03 (memory hierarchy and roofline).
 
-Tasks 1-4 are exact arithmetic on shapes, profiles and models (hidden cases: random
-shapes, profiles the learner did not see, synthetic devices). Task 5 measures copy
-bandwidth, graded side by side with the course's copy of the same bytes (see
-``referee.py``), never above 1.05 x the spec. Task 6 is a working-set sweep, graded
-side by side with the reference sweep, on its shape and on where its knee sits
-relative to the detected last-level cache. Task 7 returns
-a matplotlib Figure; ``answer`` reads plain data out of it (axis scales, line
-vertices, marker positions) so the figure is graded like any other answer.
+1 ``intensity`` (warm-up): FLOPs and minimum bytes of rectangular shapes. 2 ``roofline``: the ridge point and
+the attainable FLOP/s of a datasheet row as the vendor prints it (sparse figures, TB/s). 3 ``fusion``: the bytes
+of a chain of element-wise steps, one kernel per step and fused (broadcast operands, a tensor used twice).
+4 ``decode``: the decode bound and the KV cache. 5 ``debug``: a copy-bandwidth measurement with planted bugs, run
+on a simulated GPU (``simulated.py``: deterministic, so the diagnosis never depends on the load). 6 ``sweep``:
+bandwidth per working-set size, graded side by side with the reference sweep (``measure.py``) on its shape and
+where its knee sits. 7 ``serve`` (stretch): the largest batch that fits a datasheet's memory and the smallest that
+reaches a token rate. Exact tasks are graded per key; a wrong key that a known mistake gives is named (the
+references answer each known mistake beside the right answer: ``want["mistakes"]``).
 """
 from __future__ import annotations
 
@@ -23,19 +24,19 @@ from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis
 from .measure import bandwidth_sweep
+from .simulated import EXAMPLE, SimulatedGPU
 
 REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
+MEASURE_REL = 0.02    # debug: a sound measurement on the simulated GPU is within 2 % of its bandwidth
 SPEED_RATIO = 1.2     # sweep: in-cache sets at least this much faster than sets beyond the cache
 KNEE_FACTOR = 16      # sweep: knee within LLC/16 .. 16 x LLC
-SPEC_CAP = 1.05       # measured bandwidth may not exceed 1.05 x the spec sheet
-MAX_VERTICES = 4000   # plot: vertices kept per line in the recorded answer
 
 INTENSITY_KEYS = ("flops", "bytes", "intensity")
 ROOFLINE_KEYS = ("ridge", "attainable_tflops", "bound")
+FUSION_KEYS = ("unfused_bytes", "fused_bytes")
 DECODE_KEYS = ("kv_cache_bytes", "bytes_per_step", "tokens_per_s")
-CAPACITY_KEYS = ("smem_kb", "registers_kb", "l2_kb", "total_kb")
-CAPACITY_FIELDS = ("sms", "smem_per_sm_kb", "registers_per_sm_kb", "l2_mb")
-VISIBLE_GPUS = ("h100_sxm",)
+SERVE_KEYS = ("max_batch", "batch")
+VISIBLE_ROWS = ("h100_sxm", "h200_sxm", "a100_sxm_80gb")
 
 
 def _m(key: str, **values) -> Message:
@@ -46,16 +47,8 @@ def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def _wrong(what: Message, expected: Any, found: Any) -> Message:
-    return _m("expected_found", what=what, expected=expected, found=found)
-
-
-def _label(case_ko: str, case_en: str, key: str) -> Message:
-    return Message(f"{case_ko} → {key}", f"{case_en} → {key}")
-
-
 def _as_dict(result: Any, keys: tuple[str, ...]) -> dict:
-    """The learner's dict reduced to ``keys`` as plain data (numbers stay numbers)."""
+    """The learner's dict reduced to ``keys`` as plain data (numbers stay numbers, None stays None)."""
     if not isinstance(result, dict):
         raise TypeError(_m("need_dict", keys=", ".join(keys), found=type(result).__name__).text())
     out = {}
@@ -63,13 +56,13 @@ def _as_dict(result: Any, keys: tuple[str, ...]) -> dict:
         if key not in result:
             raise KeyError(_m("missing_key", key=key, keys=", ".join(keys)).text())
         value = result[key]
-        out[key] = value if isinstance(value, str) else _number(value)
+        out[key] = value if isinstance(value, str) or value is None else _number(value)
     return out
 
 
 def _number(value: Any) -> Any:
     """ints, floats and 0-d numpy/torch values as a Python number; anything else unchanged."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
         return int(value)
@@ -79,74 +72,114 @@ def _number(value: Any) -> Any:
         return repr(value)
 
 
-def _exact_parts(case_text: tuple[str, str], expected: dict, found: dict, keys: tuple[str, ...]) -> list[Part]:
-    parts = []
-    for key in keys:
-        want, got = expected[key], found.get(key)
-        ok = got == want if isinstance(want, str) else close(got, want, rel=REL, abs_tol=1e-300)
-        parts.append(Part(ok, _wrong(_label(*case_text, key), _show(want), _show(got))))
-    return parts
+def _same(found: Any, want: Any) -> bool:
+    """The exact tasks' comparison: equal strings and None, numbers within rounding."""
+    if isinstance(want, str) or want is None or found is None:
+        return found == want
+    return close(found, want, rel=REL, abs_tol=1e-300)
 
 
 def _show(value: Any) -> str:
     if isinstance(value, float):
-        return f"{value:.10g}"
+        return f"{value:,.10g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _mistake(found: dict, want: dict, key: str) -> str | None:
+    """The known mistake whose answer gives ``found[key]`` where the right answer does not (the one that agrees with
+    ``found`` on most keys)."""
+    best = None
+    for name, answer in (want.get("mistakes") or {}).items():
+        if key in answer and _same(found.get(key), answer[key]) and not _same(answer[key], want[key]):
+            agree = sum(_same(found.get(k), answer.get(k)) for k in answer)
+            best = max(best or (agree, name), (agree, name))
+    return best[1] if best else None
+
+
+def _exact_parts(case_text: str, want: dict, found: dict, keys: tuple[str, ...], weight: float = 1.0) -> list[Part]:
+    """One labelled part per key; a wrong key that a known mistake gives names the mistake."""
+    parts = []
+    for key in keys:
+        label = Message(f"{case_text} → {key}", f"{case_text} → {key}")
+        text = _m("expected_found", what=label, expected=_show(want[key]), found=_show(found.get(key)))
+        if _same(found.get(key), want[key]):
+            parts.append(Part(True, text, weight, label=label))
+            continue
+        name = _mistake(found, want, key)
+        parts.append(Part(False, text + _m(f"mistake.{name}") if name else text, weight, mistake=name, label=label))
+    return parts
 
 
 # ---------------------------------------------------------------- 1. arithmetic intensity
 def _intensity_visible() -> list:
     return [
         {"op": "add", "shape": [1_000_000], "dtype": "fp32"},
-        {"op": "matvec", "shape": [4096, 4096], "dtype": "bf16"},
-        {"op": "matmul", "shape": [4096, 4096, 4096], "dtype": "bf16"},
+        {"op": "matvec", "shape": [8192, 2048], "dtype": "bf16"},
+        {"op": "matmul", "shape": [16, 8192, 4096], "dtype": "fp8"},
     ]
-
 
 
 def _intensity_answer(fn, case) -> dict:
     return _as_dict(fn(case["op"], list(case["shape"]), case["dtype"]), INTENSITY_KEYS)
 
 
-def _intensity_score(case, answer, expected) -> list[Part]:
-    text = f"{case['op']} {case['shape']} {case['dtype']}"
-    return _exact_parts((text, text), expected, answer, INTENSITY_KEYS)
+def _intensity_score(case, answer, want) -> list[Part]:
+    return _exact_parts(f"{case['op']} {case['shape']} {case['dtype']}", want, answer, INTENSITY_KEYS)
 
 
-# ---------------------------------------------------------------- 2. ridge point and attainable FLOP/s
+# ---------------------------------------------------------------- 2. a datasheet's roofline
+@lru_cache(maxsize=1)
+def datasheets() -> dict:
+    """The datasheet rows of ``data/datasheets.yaml`` (as printed), without their sources."""
+    rows = read_yaml(Path(__file__).resolve().parent / "data" / "datasheets.yaml")
+    return {rid: {k: v for k, v in row.items() if k != "sources"} for rid, row in rows.items()}
+
 
 def _roofline_visible() -> list:
-    return [
-        {"profile": "h100_sxm", "dtype": "bf16", "intensity": 100.0},
-        {"profile": "h100_sxm", "dtype": "bf16", "intensity": 1000.0},
-        {"profile": "h100_sxm", "dtype": "fp32", "intensity": 0.25},
-    ]
-
-
-
-def case_profile(spec: Any):
-    """A :class:`autograder.profiles.Profile` for a case: a real id or a synthetic dict."""
-    from ...profiles import Profile, get
-    if isinstance(spec, str):
-        return get(spec)
-    return Profile(id=spec["id"], name=spec["id"], kind="gpu", vendor="synthetic",
-                   peak_tflops=dict(spec["peak_tflops"]), bandwidth_gbs=float(spec["bandwidth_gbs"]))
+    rows = datasheets()
+    return [{"row": rows["h100_sxm"], "intensity": 100.0},
+            {"row": rows["a100_sxm_80gb"], "intensity": 1000.0},
+            {"row": {"device": "made-up accelerator", "format": "BF16", "peak": "300 TFLOPS", "footnote": "",
+                     "bandwidth": "1.5 TB/s", "memory": "32 GB"}, "intensity": 200.0}]
 
 
 def _roofline_answer(fn, case) -> dict:
-    return _as_dict(fn(case_profile(case["profile"]), case["dtype"], case["intensity"]), ROOFLINE_KEYS)
+    return _as_dict(fn(dict(case["row"]), case["intensity"]), ROOFLINE_KEYS)
 
 
-def _roofline_score(case, answer, expected) -> list[Part]:
-    pid = case["profile"] if isinstance(case["profile"], str) else case["profile"]["id"]
-    text = f"{pid} {case['dtype']} @ {case['intensity']:g} FLOP/byte"
-    parts = _exact_parts((text, text), expected, answer, ROOFLINE_KEYS)
+def _roofline_score(case, answer, want) -> list[Part]:
+    parts = _exact_parts(f"{case['row']['device']} @ {case['intensity']:g} FLOP/byte", want, answer, ROOFLINE_KEYS)
     if answer.get("bound") not in ("memory", "compute"):
         parts.append(Part(False, _m("bound_values"), weight=0))
     return parts
 
 
-# ---------------------------------------------------------------- 3. decode bound and KV cache
+# ---------------------------------------------------------------- 3. fusion
+def _fusion_visible() -> list:
+    rows, cols = 4096, 1024
+    return [
+        {"name": "silu: x * sigmoid(x)", "steps": [["s", "sigmoid", ["x"]], ["y", "mul", ["x", "s"]]],
+         "sizes": {"x": rows * cols}, "bytes_per_element": 2},
+        {"name": "gelu(x + bias) + residual",
+         "steps": [["h", "add", ["x", "bias"]], ["a", "gelu", ["h"]], ["y", "add", ["a", "res"]]],
+         "sizes": {"x": rows * cols, "bias": cols, "res": rows * cols}, "bytes_per_element": 2},
+        {"name": "(0.5 x)^2 + 1", "steps": [["t", "mul", ["x", 0.5]], ["u", "mul", ["t", "t"]], ["y", "add", ["u", 1.0]]],
+         "sizes": {"x": rows * cols}, "bytes_per_element": 4},
+    ]
+
+
+def _fusion_answer(fn, case) -> dict:
+    steps = [[out, op, list(operands)] for out, op, operands in case["steps"]]
+    return _as_dict(fn(steps, dict(case["sizes"]), case["bytes_per_element"]), FUSION_KEYS)
+
+
+def _fusion_score(case, answer, want) -> list[Part]:
+    return _exact_parts(case.get("name", "chain"), want, answer, FUSION_KEYS)
+
+
+# ---------------------------------------------------------------- 4. decode bound and KV cache
 @lru_cache(maxsize=1)
 def models() -> dict:
     """The transformer shapes of ``data/models.yaml``."""
@@ -154,61 +187,73 @@ def models() -> dict:
 
 
 def model(name: str, weight_bytes: int, kv_bytes: int) -> dict:
+    """A model of ``data/models.yaml`` as a task passes it: its shape, and bytes per weight and per KV element."""
     m = models()[name]
-    return {"name": name, "params": m["params"], "layers": m["layers"], "kv_heads": m["kv_heads"],
-            "head_dim": m["head_dim"], "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
+    return {"name": name, **{k: m[k] for k in ("params", "layers", "heads", "kv_heads", "head_dim")},
+            "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
 
 
 def _decode_visible() -> list:
+    from ...profiles import get
     return [
-        {"model": model("llama3_8b", 2, 2), "batch": 1, "context": 8192, "device": "h100_sxm"},
-        {"model": model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h100_sxm"},
-        {"model": model("llama3_70b", 2, 2), "batch": 8, "context": 4096, "device": "h200_sxm"},
+        {"model": model("llama3_8b", 2, 2), "batch": 16, "context": 2048, "bandwidth_gbs": get("a100_sxm_80gb").bandwidth_gbs},
+        {"model": model("llama3_70b", 1, 2), "batch": 32, "context": 8192, "bandwidth_gbs": get("mi300x").bandwidth_gbs},
     ]
 
 
-
-def _decode_bandwidth(case) -> float:
-    if "bandwidth_gbs" in case:
-        return float(case["bandwidth_gbs"])
-    from ...profiles import get
-    return get(case["device"]).bandwidth_gbs
-
-
 def _decode_answer(fn, case) -> dict:
-    return _as_dict(fn(dict(case["model"]), case["batch"], case["context"], _decode_bandwidth(case)), DECODE_KEYS)
+    return _as_dict(fn(dict(case["model"]), case["batch"], case["context"], case["bandwidth_gbs"]), DECODE_KEYS)
 
 
-def _decode_score(case, answer, expected) -> list[Part]:
-    bw = _decode_bandwidth(case)
-    text = f"{case['model']['name']} batch {case['batch']} context {case['context']} @ {bw:g} GB/s"
-    return _exact_parts((text, text), expected, answer, DECODE_KEYS)
+def _decode_score(case, answer, want) -> list[Part]:
+    text = f"{case['model']['name']} batch {case['batch']} context {case['context']} @ {case['bandwidth_gbs']:g} GB/s"
+    return _exact_parts(text, want, answer, DECODE_KEYS)
 
 
-# ---------------------------------------------------------------- 4. on-chip capacity
-def _capacity_visible() -> list:
-    return [{"profile": pid} for pid in VISIBLE_GPUS]
+# ---------------------------------------------------------------- 5. debugging a measurement (simulated GPU)
+def _debug_visible() -> list:
+    return [{"device": dict(EXAMPLE)},
+            {"device": {"name": "simulated MI300X-like GPU", "memory_gib": 192, "cache_mib": 256, "hbm_gbs": 4300,
+                        "cache_gbs": 12000, "launch_us": 8, "map_gbs": 25}}]
 
 
-
-def capacity_spec(case) -> dict:
-    if "spec" in case:
-        return dict(case["spec"])
-    from ...profiles import get
-    return dict(get(case["profile"]).spec)
+def _debug_answer(fn, case) -> dict:
+    dev = SimulatedGPU(case["device"])
+    return {"gbs": _number(fn(dev)), "report": dev.report()}
 
 
-def _capacity_answer(fn, case) -> dict:
-    return _as_dict(fn(capacity_spec(case)), CAPACITY_KEYS)
+def _debug_mistake(ratio: float, report: dict, cache_bytes: int) -> str | None:
+    """The bug a wrong measurement on the simulated GPU shows: first what it did there (a clock read while copies ran,
+    buffers that fit in the cache together, a first copy timed), then the factor it is off by, then short samples."""
+    if report["clock_reads_while_busy"]:
+        return "no_synchronize"
+    if 2 * report["largest_copy_bytes"] <= cache_bytes:
+        return "fits_in_cache"
+    if report["timed_mapping"]:
+        return "no_warm_up"
+    if 0.43 <= ratio <= 0.53:  # half (and half of GiB/s: 0.47), from a sound sample or a slightly short one
+        return "reads_only"
+    if 0.88 <= ratio <= 0.945:  # 1/1.074 = 0.93
+        return "gib"
+    return "short_sample" if ratio < 1 and report["launch_share"] > 0.01 else None
 
 
-def _capacity_score(case, answer, expected) -> list[Part]:
-    spec = capacity_spec(case)
-    text = case.get("profile") or "{sms} SMs, {smem_per_sm_kb} KB SMEM, {registers_per_sm_kb} KB RF, {l2_mb} MB L2".format(**spec)
-    return _exact_parts((text, text), expected, answer, CAPACITY_KEYS)
+def _debug_score(case, answer, want) -> list[Part]:
+    device = case["device"]
+    label = Message(device["name"], device["name"])
+    report, found, truth = answer.get("report") or {}, answer.get("gbs"), float(device["hbm_gbs"])
+    if not report.get("copies") or report.get("clock_reads", 0) < 2:
+        return [Part(False, _m("debug_not_measured", device=device["name"]), label=label)]
+    if not _positive(found):
+        return [Part(False, _m("need_number", what="GB/s", found=found), label=label)]
+    text = _m("debug_what", device=device["name"], found=found, expected=truth)
+    if close(found, truth, rel=MEASURE_REL):
+        return [Part(True, text, label=label)]
+    name = _debug_mistake(found / truth, report, int(device["cache_mib"] * 2**20))
+    return [Part(False, text + _m(f"mistake.{name}") if name else text, mistake=name, label=label)]
 
 
-# ---------------------------------------------------------------- helpers for measurements
+# ---------------------------------------------------------------- helpers for the sweep
 def _device() -> str:
     from ...hardware import best_device
     return best_device()
@@ -241,63 +286,12 @@ def _size_text(nbytes: float | None) -> str:
     return f"{nbytes:.0f} B"
 
 
-# ---------------------------------------------------------------- 5. copy bandwidth
-COPY_FLOOR = 64 * 2**20
-COPY_CEILING = 2**30
-
-
-def _copy_visible() -> list:
-    return [{"factor": 4}]
-
-
-
-def _copy_bytes(case, device: str) -> int:
-    llc = last_level_cache(device) or COPY_FLOOR
-    return int(min(max(case["factor"] * llc, COPY_FLOOR), COPY_CEILING)) // 4096 * 4096
-
-
-def _copy_answer(fn, case) -> dict:
-    device = _device()
-    nbytes = _copy_bytes(case, device)
-    return {"device": device, "nbytes": nbytes, "gbs": _number(fn(nbytes, device))}
-
-
-def _copy_reference(case, answer) -> dict:
-    """The course's copy of the same bytes on the same device (sizes from the case, never from the answer)."""
-    from ...reference import bandwidth_gbs
-    device = _device()
-    return {"gbs": bandwidth_gbs("copy", device, _copy_bytes(case, device), budget_s=1.0)["gbs"]}
-
-
-def _spec_bandwidth(device: str) -> float | None:
-    """The spec-sheet bandwidth of ``device`` (None for CPUs and unknown devices)."""
-    from ...reference import spec_profile
-    profile = spec_profile(device)
-    return float(profile.bandwidth_gbs) if profile is not None and profile.bandwidth_gbs else None
-
-
-def _copy_score(case, answer, want) -> list[Part]:
-    from ...expectations import side_by_side
-    rounds = referee.rounds(answer)
-    bad = next((r for r in rounds if not _positive(r.get("gbs"))), None)
-    if not rounds or bad is not None:
-        return [Part(False, _m("need_number", what="GB/s", found=bad.get("gbs") if bad else None))]
-    device = _device()
-    nbytes = _copy_bytes(case, device)
-    what = _m("copy_what", device=device, nbytes=_size_text(nbytes))
-    measured, parts = side_by_side("bandwidth", answer, what, lambda r: r["gbs"], lambda ref: ref["gbs"],
-                                   lambda r: 2 * nbytes / (r["gbs"] * 1e9), "GB/s")
-    spec = _spec_bandwidth(device)
-    if measured and spec:
-        gbs = max(r["gbs"] for r in rounds)
-        parts.append(Part(gbs <= SPEC_CAP * spec, _m("bandwidth_above_spec", found=gbs, spec=spec)))
-    return parts
-
-
 # ---------------------------------------------------------------- 6. working-set sweep
 SWEEP_BUDGET_S = 0.25
 UNKNOWN_LLC_SMALL = 1 * 2**20
 UNKNOWN_LLC_LARGE = 1 * 2**30
+SWEEP_MAX_BYTES = 2**30  # the largest working set of a graded sweep (memory limits of the grader)
+UNIT_SLIP = 500          # a sweep this many times the reference reports MB/s, not GB/s
 
 
 def sweep_sizes(llc_bytes: int, start: int = 64 * 1024, beyond: float = 8.0, per_octave: int = 1) -> list[int]:
@@ -325,10 +319,6 @@ def cache_levels(device: str) -> list[int]:
 
 def _sweep_visible() -> list:
     return [{"start_kib": 64, "beyond": 8, "per_octave": 1}]
-
-
-
-SWEEP_MAX_BYTES = 2**30  # the largest working set of a graded sweep (memory limits of the grader)
 
 
 def _sweep_plan(case) -> tuple[str, int | None, list[int]]:
@@ -364,6 +354,14 @@ def _geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def _faster(fast: float, slow: float, weight: float) -> Part:
+    """In-cache sets must be faster than the others; when they are not, the call overhead hid the cache."""
+    text = _m("sweep_not_faster", fast=fast, slow=slow, ratio=SPEED_RATIO)
+    if fast >= SPEED_RATIO * slow:
+        return Part(True, text, weight)
+    return Part(False, text + _m("mistake.call_overhead"), weight, mistake="call_overhead")
+
+
 def _sweep_score(case, answer, want) -> list[Part]:
     from ...expectations import side_by_side
     device, llc, sizes = _sweep_plan(case)
@@ -376,127 +374,75 @@ def _sweep_score(case, answer, want) -> list[Part]:
     if bad is not None:
         return [Part(False, _m("sweep_values", found=_show(bad)[:200]))]
     what = _m("sweep_what", device=device, n=len(sizes))
-    measured, compared = side_by_side("sweep", answer, what, lambda r: _geomean(r["gbs"]),
-                                      lambda ref: _geomean(ref["gbs"]),
-                                      lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2)
+    mine, theirs = (lambda r: _geomean(r["gbs"])), (lambda ref: _geomean(ref["gbs"]))
+    measured, parts = side_by_side("sweep", answer, what, mine, theirs,
+                                   lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2)
     if not measured:
-        return compared
+        return parts
+    ratio = referee.median_ratio(answer, mine, theirs)
+    if ratio and ratio[0] >= UNIT_SLIP:
+        parts.append(Part(False, _m("mistake.mb_per_s", ratio=ratio[0]), weight=0, mistake="mb_per_s"))
     gbs = [statistics.median(column) for column in zip(*lists)]  # each size: the median of the rounds
     a = analysis
-    parts = compared
     if not llc:
-        fast = [g for s, g in zip(sizes, gbs) if s <= 4 * UNKNOWN_LLC_SMALL]
-        slow = [g for s, g in zip(sizes, gbs) if s >= UNKNOWN_LLC_LARGE / 2]
-        ok = bool(fast and slow) and a._median(fast) >= SPEED_RATIO * a._median(slow)
-        parts.append(Part(ok, _m("sweep_not_faster", fast=a._median(fast) if fast else 0.0,
-                                 slow=a._median(slow) if slow else 0.0, ratio=SPEED_RATIO), weight=2))
-        parts.append(Part(False, _m("sweep_llc_unknown", device=device), weight=0))
-        return parts
+        fast = a.median([g for s, g in zip(sizes, gbs) if s <= 4 * UNKNOWN_LLC_SMALL]) or 0.0
+        slow = a.median([g for s, g in zip(sizes, gbs) if s >= UNKNOWN_LLC_LARGE / 2]) or 0.0
+        parts.append(_faster(fast, slow, weight=2))
+        return parts + [Part(False, _m("sweep_llc_unknown", device=device), weight=0)]
     fast, slow = a.sweep_plateaus(sizes, gbs, llc)
     if fast is None or slow is None:
         return parts + [Part(False, _m("sweep_no_plateau", llc=_size_text(llc)), weight=2)]
-    parts.append(Part(fast >= SPEED_RATIO * slow,
-                      _m("sweep_not_faster", fast=fast, slow=slow, ratio=SPEED_RATIO), weight=1))
+    parts.append(_faster(fast, slow, weight=1))
     knee = a.sweep_knee(sizes, gbs, llc)
     if knee is None:
-        parts.append(Part(False, _m("sweep_no_knee"), weight=1))
-    else:
-        levels = cache_levels(device) or [llc]
-        ok = any(c / KNEE_FACTOR <= knee <= KNEE_FACTOR * c for c in levels)
-        parts.append(Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=", ".join(map(_size_text, levels))),
-                          weight=1))
-    return parts
+        return parts + [Part(False, _m("sweep_no_knee"))]
+    levels = cache_levels(device) or [llc]
+    ok = any(c / KNEE_FACTOR <= knee <= KNEE_FACTOR * c for c in levels)
+    return parts + [Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=", ".join(map(_size_text, levels))))]
 
 
-# ---------------------------------------------------------------- 7. roofline figure
-def _plot_visible() -> list:
-    return [{"peak_tflops": 989.4, "bandwidth_gbs": 3350.0,
-             "points": [{"label": "add fp32", "intensity": 1 / 12, "tflops": 0.25},
-                        {"label": "matvec bf16", "intensity": 1.0, "tflops": 2.9},
-                        {"label": "matmul bf16", "intensity": 1365.0, "tflops": 750.0}]}]
+# ---------------------------------------------------------------- 7. serving: batch within memory and a token rate
+def _serve_visible() -> list:
+    rows = datasheets()
+    return [
+        {"model": model("llama3_70b", 2, 2), "row": rows["h200_sxm"], "context": 8192, "target_tokens_per_s": 60.0},
+        {"model": model("llama3_8b", 2, 2), "row": rows["h100_sxm"], "context": 128, "target_tokens_per_s": 65000.0},
+        {"model": model("llama3_8b", 2, 2), "row": rows["a100_sxm_80gb"], "context": 32768, "target_tokens_per_s": 300.0},
+    ]
 
 
-
-def _finite_pairs(xs, ys) -> tuple[list, list]:
-    out_x, out_y = [], []
-    for x, y in zip(xs, ys):
-        try:
-            fx, fy = float(x), float(y)
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(fx) and math.isfinite(fy):
-            out_x.append(fx)
-            out_y.append(fy)
-    return out_x, out_y
+def _serve_answer(fn, case) -> dict:
+    found = _as_dict(fn(dict(case["model"]), dict(case["row"]), case["context"], case["target_tokens_per_s"]),
+                     SERVE_KEYS)
+    return {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in found.items()}
 
 
-def figure_data(fig: Any) -> dict:
-    """Plain data from a roofline Figure: scales and labels of its first Axes, line vertices, marker positions."""
-    from matplotlib.figure import Figure
-    if not isinstance(fig, Figure):
-        raise TypeError(_m("need_figure", found=type(fig).__name__).text())
-    if not fig.axes:
-        raise ValueError(_m("figure_no_axes").text())
-    ax = fig.axes[0]
-    lines, markers = [], []
-    for line in ax.get_lines():
-        xs, ys = _finite_pairs(line.get_xdata(orig=False), line.get_ydata(orig=False))
-        marker = line.get_marker()
-        if marker not in (None, "", " ", "None", "none"):
-            markers.extend([x, y] for x, y in zip(xs, ys))
-        if line.get_linestyle() not in ("None", "", " ", "none"):
-            step = max(1, len(xs) // MAX_VERTICES)
-            lines.append({"x": xs[::step], "y": ys[::step]})
-    for collection in ax.collections:
-        offsets = collection.get_offsets()
-        xs, ys = _finite_pairs([o[0] for o in offsets], [o[1] for o in offsets])
-        markers.extend([x, y] for x, y in zip(xs, ys))
-    return {"xscale": ax.get_xscale(), "yscale": ax.get_yscale(), "xlabel": ax.get_xlabel(),
-            "ylabel": ax.get_ylabel(), "lines": lines, "markers": markers[:MAX_VERTICES]}
-
-
-def _plot_answer(fn, case) -> dict:
-    import matplotlib.pyplot as plt
-    points = [dict(p) for p in case["points"]]
-    fig = fn(case["peak_tflops"], case["bandwidth_gbs"], points)
-    try:
-        return figure_data(fig)
-    finally:
-        from matplotlib.figure import Figure
-        if isinstance(fig, Figure):
-            plt.close(fig)
-
-
-def _plot_score(case, answer, want) -> list[Part]:
-    a = analysis
-    peak, bw = case["peak_tflops"], case["bandwidth_gbs"]
-    ridge = want["ridge"]
-    log = answer["xscale"] == "log" and answer["yscale"] == "log"
-    cover = a.roof_coverage(answer["lines"], peak, bw)
-    parts = [Part(log, _m("plot_scales", x=answer["xscale"], y=answer["yscale"]), weight=1),
-             Part(cover["memory"], _m("plot_memory_roof", ridge=ridge), weight=1),
-             Part(cover["compute"], _m("plot_compute_roof", peak=peak), weight=1),
-             Part(bool(answer["xlabel"].strip() and answer["ylabel"].strip()), _m("plot_labels"), weight=0.5)]
-    for p in case["points"]:
-        parts.append(Part(a.point_plotted(p, answer["markers"]),
-                          _m("plot_point_missing", label=p["label"], x=p["intensity"], y=p["tflops"]),
-                          weight=1.5 / len(case["points"])))
-    return parts
+def _serve_score(case, answer, want) -> list[Part]:
+    text = f"{case['model']['name']} on {case['row']['device']}, context {case['context']}, " \
+           f"{case['target_tokens_per_s']:g} tokens/s"
+    return _exact_parts(text, want, answer, SERVE_KEYS)
 
 
 TASKS = {
     "intensity": Task(title=_m("title.intensity"), answer=_intensity_answer, score=_intensity_score,
-                      visible=_intensity_visible),
+                      visible=_intensity_visible, kind="recall", level="warm-up",
+                      mistakes=("output_not_counted", "fma_as_one_flop", "elements_not_bytes")),
     "roofline": Task(title=_m("title.roofline"), answer=_roofline_answer, score=_roofline_score,
-                     visible=_roofline_visible),
-    "decode": Task(title=_m("title.decode"), answer=_decode_answer, score=_decode_score,
-                   visible=_decode_visible),
-    "capacity": Task(title=_m("title.capacity"), answer=_capacity_answer, score=_capacity_score,
-                     visible=_capacity_visible),
-    "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible,
-                 measurement=True, reference=_copy_reference, rounds=3),
+                     visible=_roofline_visible, kind="transfer", level="core",
+                     mistakes=("sparse_as_dense", "tb_as_gb", "above_the_roof", "tie_is_memory")),
+    "fusion": Task(title=_m("title.fusion"), answer=_fusion_answer, score=_fusion_score, visible=_fusion_visible,
+                   kind="transfer", level="core",
+                   mistakes=("fused_keeps_intermediates", "read_per_use", "broadcast_as_full", "writes_left_out")),
+    "decode": Task(title=_m("title.decode"), answer=_decode_answer, score=_decode_score, visible=_decode_visible,
+                   kind="recall", level="core",
+                   mistakes=("query_heads", "k_without_v", "kv_of_one_sequence", "one_token_per_step")),
+    "debug": Task(title=_m("title.debug"), answer=_debug_answer, score=_debug_score, visible=_debug_visible,
+                  kind="transfer", level="core",
+                  mistakes=("no_synchronize", "no_warm_up", "fits_in_cache", "short_sample", "reads_only", "gib")),
     "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
-                  measurement=True, reference=_sweep_reference, rounds=3),
-    "plot": Task(title=_m("title.plot"), answer=_plot_answer, score=_plot_score,
-                 visible=_plot_visible),
+                  measurement=True, reference=_sweep_reference, rounds=3, kind="recall", level="core",
+                  mistakes=("call_overhead", "mb_per_s")),
+    "serve": Task(title=_m("title.serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
+                  kind="transfer", level="stretch",
+                  mistakes=("gb_not_gib", "no_compute_roof", "weights_only_step", "round_not_floor")),
 }

@@ -1,15 +1,17 @@
-"""Checks of module 03: references get full marks, stubs fail, typical mistakes lose points, hard-coding fails hidden cases."""
-import ast
+"""Checks of module 03: references get full marks, stubs fail, hard-coding fails hidden cases, a partial answer gets
+labelled partial credit, known mistakes are named, and the measurement debugging task diagnoses each planted bug."""
+import json
 import random
-from pathlib import Path
 
-import matplotlib.pyplot as plt
+import nbformat
 import pytest
 
 from autograder.checks import CheckFailed, check, task
 from autograder.checks.core import cases_for, collect, fraction, score_records
+from autograder.grading.course import REPO
 from autograder.modules.m03_memory_hierarchy import analysis
 from autograder.modules.m03_memory_hierarchy import tasks as checks
+from autograder.modules.m03_memory_hierarchy.simulated import EXAMPLE, SimulatedGPU
 from course_answers import m03_memory_hierarchy as ref
 
 SEED = 1234
@@ -20,33 +22,41 @@ def _english_and_seed(monkeypatch):
     monkeypatch.setenv("COURSE_LANG", "en")
     monkeypatch.setenv("COURSE_GRADING_SEED", str(SEED))
     monkeypatch.delenv("COURSE_RECORD_ANSWERS", raising=False)
-    yield
-    plt.close("all")
+
+
+def parts(name: str, fn, hidden: bool = True) -> list:
+    t = task(f"m03.{name}")
+    return score_records(t, collect(t, fn, cases_for(t, hidden, SEED)))
 
 
 def share(name: str, fn, hidden: bool = True) -> float:
-    t = task(f"m03.{name}")
-    return fraction(score_records(t, collect(t, fn, cases_for(t, hidden, SEED))))
+    return fraction(parts(name, fn, hidden))
 
 
 def stub(*args, **kwargs):
     raise NotImplementedError()
 
 
-EXACT = {"intensity": ref.arithmetic_intensity, "roofline": ref.roofline_for_profile, "decode": ref.decode_bound,
-         "capacity": ref.on_chip_capacity, "plot": ref.plot_roofline}
+EXACT = {"intensity": ref.arithmetic_intensity, "roofline": ref.datasheet_roofline, "fusion": ref.fused_traffic,
+         "decode": ref.decode_bound, "debug": ref.copy_bandwidth_gbs, "serve": ref.serve_plan}
 
 
-@pytest.mark.parametrize("task", sorted(EXACT))
-def test_reference_gets_full_marks(task, capsys):
-    assert check(f"m03.{task}", EXACT[task], points=3, hidden=True) is None
+def test_the_exercise_climbs_and_is_mostly_transfer():
+    tasks = list(checks.TASKS.values())
+    assert tasks[0].level == "warm-up" and tasks[-1].level == "stretch"
+    assert 2 * sum(t.kind == "transfer" for t in tasks) >= len(tasks)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_reference_gets_full_marks(name, capsys):
+    assert check(f"m03.{name}", EXACT[name], points=3, hidden=True) is None
     assert "passed" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("task", sorted(checks.TASKS))
-def test_stub_fails(task):
+@pytest.mark.parametrize("name", sorted(checks.TASKS))
+def test_stub_fails(name):
     with pytest.raises(CheckFailed):
-        check(f"m03.{task}", stub, points=3, hidden=True)
+        check(f"m03.{name}", stub, points=3, hidden=True)
 
 
 @pytest.mark.parametrize("name", sorted(EXACT))
@@ -55,99 +65,96 @@ def test_hidden_cases_change_with_the_seed(name):
 
 
 def _hard_coded(name: str, fn):
-    """A learner function that returns the reference's answers to the visible cases only."""
+    """A learner function that returns the reference's answer to the first visible case, whatever it is asked."""
     t = task(f"m03.{name}")
-    table = {repr(c): t.answer(fn, c) for c in cases_for(t, False, SEED)}
-    first = next(iter(table.values()))
-    return lambda *args: first
+    first = t.answer(fn, cases_for(t, False, SEED)[0])
+    return lambda *args: first["gbs"] if name == "debug" else first
 
 
-@pytest.mark.parametrize("task", ["intensity", "roofline", "decode", "capacity"])
-def test_hard_coded_answer_fails_hidden_cases(task):
-    assert share(task, _hard_coded(task, EXACT[task])) < 0.5
-
-
-def test_intensity_forgetting_the_output_write_loses_points():
-    def inputs_only(op, shape, dtype):
-        r = ref.arithmetic_intensity(op, shape, dtype)
-        out = shape[0] if op != "add" else shape[0]
-        moved = r["bytes"] - out * ref.BYTES_PER_ELEMENT[dtype]
-        return {"flops": r["flops"], "bytes": moved, "intensity": r["flops"] / moved}
-    assert 0 < share("intensity", inputs_only) < 1
-
-
-def test_roofline_with_a_unit_mistake_loses_points():
-    def gb_as_tb(profile, dtype, intensity):  # bandwidth taken as TB/s: ridge off by 1000
-        peak, bw = profile.peak(dtype), profile.bandwidth_gbs
-        ridge = peak / bw
-        return {"ridge": ridge, "attainable_tflops": min(peak, intensity * bw),
-                "bound": "memory" if intensity < ridge else "compute"}
-    assert share("roofline", gb_as_tb) < 0.5
-
-
-def test_decode_without_k_and_v_factor_loses_points():
-    def half_kv(model, batch, context, bw):
-        r = ref.decode_bound(model, batch, context, bw)
-        kv = r["kv_cache_bytes"] // 2
-        step = model["params"] * model["weight_bytes"] + kv
-        return {"kv_cache_bytes": kv, "bytes_per_step": step, "tokens_per_s": batch * bw * 1e9 / step}
-    assert share("decode", half_kv) < 0.5
-
-
-def test_capacity_with_the_seeds_256_kb_smem_loses_points():
-    def seed_smem(spec):
-        r = ref.on_chip_capacity(spec)
-        smem = spec["sms"] * 256
-        return {**r, "smem_kb": smem, "total_kb": smem + r["registers_kb"] + r["l2_kb"]}
-    assert 0 < share("capacity", seed_smem) < 1
+@pytest.mark.parametrize("name", ["intensity", "roofline", "fusion", "decode", "serve"])
+def test_hard_coded_answer_fails_hidden_cases(name):
+    assert share(name, _hard_coded(name, EXACT[name])) < 0.5
 
 
 def test_wrong_return_type_is_reported_not_raised():
     assert share("intensity", lambda op, shape, dtype: 1.0) == 0.0
+    assert share("serve", lambda *a: {"max_batch": 1}) == 0.0
 
 
-# ---------------------------------------------------------------- task 7: figure
-def test_plot_linear_axes_and_missing_points_get_partial_credit():
-    def linear(peak, bw, points):
-        fig = ref.plot_roofline(peak, bw, [])
-        fig.axes[0].set_xscale("linear")
-        return fig
-    assert 0 < share("plot", linear) < 0.8
+# ---------------------------------------------------------------- partial credit names the parts and the mistakes
+def test_a_partly_right_answer_gets_labelled_partial_credit(capsys):
+    fn = ref.MISTAKES["roofline"]["tb_as_gb"]  # the ridge is 1000x off; the bound is right on most cases
+    earned = check("m03.roofline", fn, points=3)
+    out = capsys.readouterr().out
+    assert 0 < earned < 3 and "✅ H100 SXM @ 100 FLOP/byte → bound" in out
+    assert "❌" in out and "1 TB/s = 1000 GB/s" in out
 
 
-def test_plot_two_crossing_lines_are_not_the_roof():
-    import numpy as np
-
-    def crossing(peak, bw, points):
-        fig, ax = plt.subplots()
-        x = np.logspace(-3, 5, 50)
-        ax.loglog(x, x * bw / 1e3)
-        ax.loglog(x, np.full_like(x, peak))
-        for p in points:
-            ax.scatter(p["intensity"], p["tflops"])
-        ax.set_xlabel("FLOP/byte"); ax.set_ylabel("TFLOP/s")
-        return fig
-    assert share("plot", crossing) == pytest.approx(3 / 5)  # axes 1 + labels 0.5 + points 1.5 of 5; no roof
+@pytest.mark.parametrize("name", ["intensity", "roofline", "fusion", "decode", "serve"])
+def test_known_mistakes_are_named_on_hidden_cases_too(name):
+    """The references answer each known mistake for every case, so a mistake is named wherever it shows."""
+    for mistake, wrong in ref.MISTAKES[name].items():
+        found = {p.mistake for p in parts(name, wrong) if not p.ok}
+        assert mistake in found, (name, mistake, found)
 
 
-def test_plot_accepts_markers_drawn_with_plot():
-    def with_markers(peak, bw, points):
-        fig = ref.plot_roofline(peak, bw, [])
-        fig.axes[0].plot([p["intensity"] for p in points], [p["tflops"] for p in points], "o")
-        return fig
-    assert share("plot", with_markers) == 1.0
+def test_fusion_mistakes_are_told_apart():
+    """Reading a tensor once per use and keeping the intermediates give different wrong numbers for SiLU."""
+    silu = checks._fusion_visible()[0]
+    answers = {m: checks._fusion_answer(fn, silu) for m, fn in ref.MISTAKES["fusion"].items()}
+    assert len({json.dumps(a, sort_keys=True) for a in answers.values()}) == len(answers)
 
 
-def test_plot_not_a_figure():
-    assert share("plot", lambda *a: "a plot") == 0.0
+# ---------------------------------------------------------------- task 5: the broken measurement
+def _given_buggy_function():
+    """``copy_bandwidth_buggy`` exactly as the exercise gives it."""
+    nb = nbformat.read(str(REPO / "solutions" / "03_memory_hierarchy" / "exercise.ipynb"), as_version=4)
+    source = next(c.source for c in nb.cells if c.id == "debug-given")
+    namespace = {"SimulatedGPU": SimulatedGPU, "EXAMPLE": EXAMPLE}
+    exec(source.split("\n\n\ndev = ")[0], namespace)
+    return namespace["copy_bandwidth_buggy"]
 
 
-def test_figure_data_is_plain_json():
-    import json
-    fig = ref.plot_roofline(10.0, 100.0, [{"label": "p", "intensity": 1.0, "tflops": 0.05}])
-    data = checks.figure_data(fig)
-    json.dumps(data, allow_nan=False)
-    assert data["xscale"] == "log" and data["markers"] == [[1.0, 0.05]]
+def test_the_given_function_is_diagnosed_and_each_fix_reveals_the_next_bug():
+    """Fixing the exercise's function one bug at a time, the check names the bug that is left."""
+    buggy = _given_buggy_function()
+    assert {p.mistake for p in parts("debug", buggy, hidden=False)} == {"no_synchronize"}
+
+    def synced(dev):
+        nbytes = 64 * 2**20
+        src, dst = dev.empty(nbytes), dev.empty(nbytes)
+        start = dev.clock()
+        dev.copy_(dst, src)
+        dev.synchronize()
+        return nbytes / (dev.clock() - start) / 2**30
+    # the 64 MiB pair fits in the MI300X-like device's 256 MiB cache, not in the H100-like one's 50 MiB
+    assert [p.mistake for p in parts("debug", synced, hidden=False)] == ["no_warm_up", "fits_in_cache"]
+    warm = lambda dev: ref.copy_bandwidth_gbs(dev, nbytes=64 * 2**20, sample_s=0, counted=1, unit=2**30)  # noqa: E731
+    assert [p.mistake for p in parts("debug", warm, hidden=False)] == ["short_sample", "fits_in_cache"]
+    sized = lambda dev: ref.copy_bandwidth_gbs(dev, sample_s=0, counted=1, unit=2**30)  # noqa: E731
+    assert {p.mistake for p in parts("debug", sized, hidden=False)} == {"reads_only"}
+    counted = lambda dev: ref.copy_bandwidth_gbs(dev, sample_s=0, unit=2**30)  # noqa: E731
+    assert {p.mistake for p in parts("debug", counted, hidden=False)} == {"gib"}
+    assert {p.mistake for p in parts("debug", ref.MISTAKES_COPY["short_sample"], hidden=False)} == {"short_sample", None}
+
+
+def test_debug_needs_a_measurement_on_the_device():
+    out = parts("debug", lambda dev: 3000.0, hidden=False)
+    assert not any(p.ok for p in out) and "Nothing was measured" in out[0].message.en
+
+
+def test_a_hard_coded_bandwidth_fails_the_hidden_devices():
+    def measured_then_constant(dev):
+        ref.copy_bandwidth_gbs(dev)
+        return EXAMPLE["hbm_gbs"]
+    assert share("debug", measured_then_constant) < 0.5
+
+
+def test_a_fixed_buffer_size_fails_where_the_cache_is_larger():
+    """200 MiB buffers are right for a 50 MiB cache, wrong for the 256 MiB one (visible) and larger hidden ones."""
+    fixed = lambda dev: ref.copy_bandwidth_gbs(dev, nbytes=100 * 2**20)  # noqa: E731
+    out = parts("debug", fixed, hidden=False)
+    assert out[0].ok and not out[1].ok and out[1].mistake == "fits_in_cache"
 
 
 # ---------------------------------------------------------------- measurements: answers as recorded, by hand
@@ -157,90 +164,6 @@ def observed(rounds, references, walls=None):
     return {"rounds": rounds, "observed": {"walls": walls, "reference": references}}
 
 
-# ---------------------------------------------------------------- task 5: copy bandwidth
-COPY_CASE = {"factor": 4}
-
-
-def _grading_hardware(monkeypatch, device, spec, llc=50 * 2**20):
-    monkeypatch.setattr(checks, "_device", lambda: device)
-    monkeypatch.setattr(checks, "last_level_cache", lambda d: llc)
-    monkeypatch.setattr(checks, "_spec_bandwidth", lambda d: spec)
-
-
-def copy_answer(gbs, ref_gbs, rounds=3, walls=None, device="cuda"):
-    mine = [{"device": device, "nbytes": 200 * 2**20, "gbs": g} for g in ([gbs] * rounds if not isinstance(gbs, list)
-                                                                        else gbs)]
-    return observed(mine, [{"gbs": ref_gbs}] * len(mine), walls)
-
-
-def test_copy_inside_band_and_under_spec(monkeypatch):
-    _grading_hardware(monkeypatch, "cuda", 3350.0)
-    parts = checks._copy_score(COPY_CASE, copy_answer(3000.0, 2900.0), None)
-    assert fraction(parts) == 1.0
-    assert checks.TASKS["copy"].measurement and checks.TASKS["copy"].reference is not None
-
-
-def test_copy_above_spec_fails_even_inside_the_band(monkeypatch):
-    _grading_hardware(monkeypatch, "cuda", 3350.0)
-    parts = checks._copy_score(COPY_CASE, copy_answer(3600.0, 3000.0), None)  # 1.2x the reference: in the band
-    assert parts[0].ok and not parts[-1].ok and fraction(parts) < 1.0
-    assert "3350" in parts[-1].message.en
-
-
-def test_copy_far_from_the_reference_loses_the_band(monkeypatch):
-    _grading_hardware(monkeypatch, "cpu", None)
-    one_way = checks._copy_score(COPY_CASE, copy_answer(10.0, 20.0, device="cpu"), None)  # counted only the reads
-    assert fraction(one_way) == 0.0 and "Slower than expected" in one_way[0].message.en
-    cached = checks._copy_score(COPY_CASE, copy_answer(100.0, 20.0, device="cpu"), None)  # a buffer that fit the cache
-    assert fraction(cached) == 0.0 and "Faster than the hardware can be" in cached[0].message.en
-
-
-def test_copy_cpu_has_no_spec_cap(monkeypatch):
-    _grading_hardware(monkeypatch, "cpu", None)
-    parts = checks._copy_score(COPY_CASE, copy_answer(20.0, 18.0, device="cpu"), None)
-    assert len(parts) == 1 and parts[0].ok
-
-
-@pytest.mark.parametrize("value", [float("nan"), -1.0, "fast", None])
-def test_copy_rejects_non_numbers(value, monkeypatch):
-    _grading_hardware(monkeypatch, "cpu", None)
-    assert fraction(checks._copy_score(COPY_CASE, copy_answer(value, 20.0, device="cpu"), None)) == 0.0
-    assert fraction(checks._copy_score(COPY_CASE, copy_answer([20.0, value, 20.0], 20.0, device="cpu"), None)) == 0.0
-    assert fraction(checks._copy_score(COPY_CASE, observed([], []), None)) == 0.0
-
-
-def test_copy_must_be_measured_while_the_referee_watches(monkeypatch):
-    # a 32 MiB cache: 4 x 32 MiB read and written at 20 GB/s takes 13 ms at least
-    _grading_hardware(monkeypatch, "cpu", None, llc=32 * 2**20)
-    assert fraction(checks._copy_score(COPY_CASE, copy_answer(20.0, 20.0, walls=[0.014] * 3, device="cpu"), None)) == 1.0
-    constant = checks._copy_score(COPY_CASE, copy_answer(20.0, 20.0, walls=[0.014, 1e-5, 0.014], device="cpu"), None)
-    assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
-    unseen = checks._copy_score(COPY_CASE, copy_answer(20.0, 20.0, walls=[], device="cpu"), None)
-    assert fraction(unseen) == 0.0 and "while the grader watched" in unseen[0].message.en
-
-
-def test_copy_answer_sizes_buffer_from_the_cache(monkeypatch):
-    monkeypatch.setattr(checks, "_device", lambda: "cpu")
-    monkeypatch.setattr(checks, "last_level_cache", lambda device: 32 * 2**20)
-    seen = []
-    answer = checks._copy_answer(lambda nbytes, device: seen.append((nbytes, device)) or 12.5, {"factor": 4})
-    assert seen == [(128 * 2**20, "cpu")] and answer["gbs"] == 12.5
-
-
-def test_copy_reference_copies_the_cases_bytes_never_the_answers(monkeypatch):
-    monkeypatch.setattr(checks, "_device", lambda: "cpu")
-    monkeypatch.setattr(checks, "last_level_cache", lambda device: 32 * 2**20)
-    seen = []
-
-    def bandwidth_gbs(kind, device, nbytes, budget_s=1.0):
-        seen.append((kind, device, nbytes))
-        return {"gbs": 21.0}
-    monkeypatch.setattr("autograder.reference.bandwidth_gbs", bandwidth_gbs)
-    assert checks._copy_reference({"factor": 4}, {"device": "cpu", "nbytes": 4096, "gbs": 1e6}) == {"gbs": 21.0}
-    assert seen == [("copy", "cpu", 128 * 2**20)]
-
-
-# ---------------------------------------------------------------- task 6: sweep
 LLC = 32 * 2**20
 SWEEP_CASE = {"start_kib": 64, "beyond": 8, "per_octave": 1}
 
@@ -259,8 +182,8 @@ def sweep_answer(gbs_of, reference_of=None, sizes=None, walls=None, llc=LLC):
     """Three rounds of a sweep; the reference sweep is ``reference_of`` (default: the same values)."""
     sizes = sizes or checks.sweep_sizes(LLC)
     mine = {"device": "cpu", "llc_bytes": llc, "sizes": sizes, "gbs": [gbs_of(s) for s in sizes]}
-    ref = {"gbs": [(reference_of or gbs_of)(s) for s in sizes]}
-    return observed([mine] * 3, [ref] * 3, walls)
+    reference = {"gbs": [(reference_of or gbs_of)(s) for s in sizes]}
+    return observed([mine] * 3, [reference] * 3, walls)
 
 
 def stepped(s):
@@ -272,15 +195,18 @@ def test_sweep_good_shape_full_marks(sweep_machine):
     assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 1.5 * stepped(s), stepped), None)) == 1.0
 
 
-def test_sweep_flat_or_inverted_shapes_lose_points(sweep_machine):
+def test_sweep_flat_or_inverted_shapes_lose_points_and_name_the_call_overhead(sweep_machine):
     # measured like the reference (the ratio is in the band), but the shape is wrong
-    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 30.0), None)) == pytest.approx(0.5)
-    assert fraction(checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: s / 1e6), None)) == pytest.approx(0.5)
+    for shape in (lambda s: 30.0, lambda s: s / 1e6):
+        out = checks._sweep_score(SWEEP_CASE, sweep_answer(shape), None)
+        assert fraction(out) == pytest.approx(0.5) and "call_overhead" in {p.mistake for p in out if not p.ok}
 
 
 def test_sweep_far_from_the_reference_loses_the_band(sweep_machine):
-    parts = checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 10 * stepped(s), stepped), None)
-    assert fraction(parts) == pytest.approx(0.5) and "Faster than the hardware can be" in parts[0].message.en
+    out = checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 10 * stepped(s), stepped), None)
+    assert fraction(out) == pytest.approx(0.5) and "Faster than the hardware can be" in out[0].message.en
+    mb = checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 1000 * stepped(s), stepped), None)
+    assert "mb_per_s" in {p.mistake for p in mb if not p.ok}
 
 
 def test_sweep_knee_far_from_every_cache_loses_the_knee_part(sweep_machine):
@@ -328,10 +254,10 @@ def test_sweep_unknown_cache_grades_speed_only(monkeypatch):
     monkeypatch.setattr(checks, "last_level_cache", lambda device: None)
     sizes = checks.sweep_sizes(2**30 // 8, 2**20, 8, 1)
     answer = sweep_answer(lambda s: 100.0 if s < 2**24 else 30.0, sizes=sizes, llc=None)
-    parts = checks._sweep_score(SWEEP_CASE, answer, None)
-    assert fraction(parts) == 1.0 and any(p.weight == 0 for p in parts)
+    out = checks._sweep_score(SWEEP_CASE, answer, None)
+    assert fraction(out) == 1.0 and any(p.weight == 0 for p in out)
     flat = checks._sweep_score(SWEEP_CASE, sweep_answer(lambda s: 30.0, sizes=sizes, llc=None), None)
-    assert 0 < fraction(flat) < 1
+    assert 0 < fraction(flat) < 1 and "call_overhead" in {p.mistake for p in flat}
 
 
 def test_sweep_reference_sweeps_this_machines_sizes(sweep_machine, monkeypatch):
