@@ -33,7 +33,7 @@ GRADE = textwrap.dedent("""
         "m03.intensity": m03.arithmetic_intensity,
         "m04.breakdown": m04.memory_breakdown,  # the module's memory table
         "m05.superpod": m05.superpod,          # superpod.yaml
-        "m06.smi_log": m06.summarize_smi_log,  # the sample nvidia-smi log
+        "m06.smi_log": m06.summarize_smi_log,  # the visible nvidia-smi logs (data/gpu_log_*.csv)
     }
     for task_id, fn in reference.items():
         module_id = task_id.split(".")[0]

@@ -1,8 +1,8 @@
-"""The lesson helpers of module 06: figures, tables and widgets, the sample nvidia-smi log and its
-generator, and the MLP training step whose MFU the lesson and the exercise measure.
+"""The lesson helpers of module 06: figures, tables and widgets, the commonly quoted claims checked against
+the data, the sample nvidia-smi log, and the MLP training step the lesson and the exercise time.
 
 Lessons call these so a cell shows the idea in a few lines (the formulas stay in the
-cells); the tasks use :data:`SAMPLE_LOG`, :func:`mlp_step` and :func:`mfu_peak` too.
+cells); the tasks use :func:`mlp_step` and :func:`mfu_peak` too.
 Heavy libraries (matplotlib, numpy, torch, ipywidgets) are imported inside the functions.
 """
 from __future__ import annotations
@@ -16,81 +16,16 @@ SAMPLE_LOG = Path(__file__).resolve().parent / "data" / "nvidia_smi_log.csv"
 
 
 # ---------------------------------------------------------------- nvidia-smi logs
-REASON_BITS = {"idle": 0x1, "power": 0x4, "hw": 0x8, "thermal": 0x20, "hw_thermal": 0x40, "brake": 0x80}
-LOG_COLUMNS = ("timestamp", "utilization.gpu", "memory.used", "temperature.gpu", "power.draw", "clocks.sm",
-               "clocks_throttle_reasons.active")
-UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "power.draw": "W", "clocks.sm": "MHz"}
-
-
-def make_smi_log(rng, rows: int = 80, units: bool = True, event_name: bool = False, shuffle: bool = False,
-                 na: bool = False, max_clock: int = 1980, power_limit: float = 700.0,
-                 start: str = "2026/03/14 09:12:01") -> str:
-    """A synthetic ``nvidia-smi --query-gpu=... --format=csv -l 1`` log of a training run.
-
-    Phases: idle (GpuIdle, low clock), warm-up, steady training with power-cap and thermal
-    episodes (clock below the maximum), data-loader stalls (utilization drops, full clock),
-    idle again. ``units=False`` imitates ``--format=csv,nounits``; ``event_name`` uses the
-    newer ``clocks_event_reasons.active`` header; ``na`` puts '[N/A]' into some values.
-    """
-    import datetime as dt
-    t0 = dt.datetime.strptime(start, "%Y/%m/%d %H:%M:%S")
-    names = list(LOG_COLUMNS)
-    if event_name:
-        names[-1] = "clocks_event_reasons.active"
-    samples = []
-    temp, mem = 32.0, 0.0
-    idle_head, idle_tail = rng.randint(3, 6), rng.randint(2, 5)
-    episode, episode_kind = 0, None
-    for i in range(rows):
-        stamp = (t0 + dt.timedelta(seconds=i, milliseconds=rng.randint(0, 999))).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
-        phase = "idle" if i < idle_head or i >= rows - idle_tail else "train"
-        reasons, clock = 0, max_clock
-        if phase == "idle":
-            util, power, clock, reasons = 0, rng.uniform(68, 75), 345, REASON_BITS["idle"]
-            mem = 0.0
-            temp = max(30.0, temp - 1.5)
-        else:
-            mem = min(mem + rng.uniform(6000, 14000), 71000 + rng.uniform(0, 3000)) if mem < 60000 else mem + rng.uniform(-50, 80)
-            util = rng.choice([100, 100, 99, 98, 97])
-            temp = min(temp + rng.uniform(0.5, 2.0), 86.0)
-            power = rng.uniform(560, power_limit - 25)
-            if episode == 0 and rng.random() < 0.08:
-                episode, episode_kind = rng.randint(2, 6), rng.choice(["power", "power", "thermal", "stall", "hw"])
-            if episode:
-                episode -= 1
-                if episode_kind == "power":
-                    reasons, power, clock = REASON_BITS["power"], power_limit - rng.uniform(0, 2), rng.choice([1755, 1785, 1830, 1875])
-                elif episode_kind == "thermal":
-                    reasons, temp, clock = REASON_BITS["thermal"] | rng.choice([0, REASON_BITS["power"]]), rng.uniform(85, 88), rng.choice([1590, 1650, 1710])
-                elif episode_kind == "hw":
-                    reasons, clock = rng.choice([REASON_BITS["hw"] | REASON_BITS["hw_thermal"], REASON_BITS["brake"] | REASON_BITS["hw"]]), rng.choice([810, 990])
-                else:  # the input pipeline stalls: the GPU waits, utilization falls, clocks stay up
-                    util, power = rng.randint(20, 60), rng.uniform(250, 400)
-        values = {"timestamp": stamp, "utilization.gpu": str(util), "memory.used": str(int(mem)),
-                  "temperature.gpu": str(int(temp)), "power.draw": f"{power:.2f}", "clocks.sm": str(clock),
-                  names[-1]: f"0x{reasons:016x}"}
-        if na and rng.random() < 0.06:
-            values[rng.choice(["power.draw", "utilization.gpu", "temperature.gpu"])] = "[N/A]"
-        samples.append(values)
-    order = list(range(len(names)))
-    if shuffle:  # drawn last, so the same seed gives the same samples in any layout
-        rest = order[1:]
-        rng.shuffle(rest)
-        order = [0] + rest
-    lines = [", ".join(names[j] + (f" [{UNITS[names[j]]}]" if units and names[j] in UNITS else "") for j in order)]
-    for values in samples:
-        cells = []
-        for j in order:
-            value = values[names[j]]
-            if units and names[j] in UNITS and value != "[N/A]":
-                value = f"{value} {UNITS[names[j]]}"
-            cells.append(value)
-        lines.append(", ".join(cells))
-    return "\n".join(lines) + "\n"
+def _number(text: str) -> float:
+    """``'97 %'`` -> 97.0; ``'[N/A]'`` -> nan."""
+    try:
+        return float(text.split()[0])
+    except (ValueError, IndexError):
+        return math.nan
 
 
 def read_smi_log(path: str | Path) -> dict:
-    """A log's columns by header name (units dropped) as numpy arrays; ``reasons``: the throttle/event bits as ints."""
+    """A log's columns by header name (units dropped, '[N/A]' as nan) as numpy arrays; ``reasons``: the bits as ints."""
     import csv
 
     import numpy as np
@@ -98,44 +33,47 @@ def read_smi_log(path: str | Path) -> dict:
         log = [{key.split("[")[0].strip(): value for key, value in row.items()}  # "clocks.sm [MHz]" -> "clocks.sm"
                for row in csv.DictReader(f, skipinitialspace=True)]
     reason = next(c for c in ("clocks_throttle_reasons.active", "clocks_event_reasons.active") if c in log[0])
-    columns = {name: np.array([float(r[name].split()[0]) for r in log])
-               for name in ("utilization.gpu", "clocks.sm", "temperature.gpu", "power.draw")}
+    columns = {name: np.array([_number(r[name]) for r in log])
+               for name in ("utilization.gpu", "memory.used", "clocks.sm", "temperature.gpu", "power.draw")}
     columns["reasons"] = np.array([int(r[reason], 16) for r in log])
     return columns
 
 
-def plot_smi_log(log: dict, slowed) -> None:
-    """Utilization, SM clock, temperature and power over time, samples in ``slowed`` shaded red."""
+def plot_smi_log(log: dict, slowed=None, title: str | None = None) -> None:
+    """Utilization, SM clock, temperature and power over time; samples in ``slowed`` (a boolean mask) shaded red."""
     import matplotlib.pyplot as plt
     import numpy as np
-    labels = {"utilization.gpu": t("사용률 (%)", "utilization (%)"), "clocks.sm": "SM clock (MHz)",
-              "temperature.gpu": t("온도 (°C)", "temperature (°C)"), "power.draw": t("전력 (W)", "power (W)")}
-    secs = np.arange(len(slowed))
+    labels = {"utilization.gpu": t("사용률(%)", "utilization (%)"), "clocks.sm": t("SM 클록(MHz)", "SM clock (MHz)"),
+              "temperature.gpu": t("온도(°C)", "temperature (°C)"), "power.draw": t("전력(W)", "power (W)")}
+    secs = np.arange(len(log["reasons"]))
     fig, axes = plt.subplots(4, 1, figsize=(10, 7), sharex=True)
     for ax, (name, label) in zip(axes, labels.items()):
         values = log[name]
         ax.plot(secs, values, lw=1.2)
-        ax.fill_between(secs, values.min(), values.max(), where=slowed, color="tab:red", alpha=0.2, step="mid")
+        if slowed is not None:
+            ax.fill_between(secs, np.nanmin(values), np.nanmax(values), where=slowed, color="tab:red", alpha=0.2,
+                            step="mid")
         ax.set_ylabel(label, fontsize=8)
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel(t("초", "seconds"))
-    axes[0].set_title(t("H100 학습 로그 예시: 빨강 = 전력·열 때문에 클록이 내려간 구간",
-                        "Example H100 training log: red = clocks lowered by power or heat"))
+    axes[0].set_title(title or t("H100 학습 로그 예시: 빨강 = 전력·열 때문에 클록이 내려간 구간",
+                                 "Example H100 training log: red = clocks lowered by power or heat"))
     fig.tight_layout()
     plt.show()
 
 
 # ---------------------------------------------------------------- comparing devices
-DEVICE_FIELDS = ("label", "segment", "year", "peak.bf16", "memory_gb", "memory.type", "bandwidth_gbs",
-                 "interconnect.type", "tdp_w")
+DEVICE_FIELDS = ("label", "segment", "year", "peak.bf16", "sparse.bf16", "memory_gib", "memory.type",
+                 "bandwidth_gbs", "interconnect.type", "tdp_w")
 
 
 def show_device_table(ids: list[str]) -> None:
-    """The profiles of ``ids`` side by side: segment, year, bf16 dense peak, memory, bandwidth, GPU link, TDP."""
+    """The profiles of ``ids`` side by side: segment, year, bf16 dense and sparse peaks, memory (GiB), bandwidth, link, TDP."""
     from ... import profiles
     head = {"label": t("장치", "device"), "segment": t("부문", "segment"), "year": t("연도", "year"),
-            "peak.bf16": "bf16 dense TFLOP/s", "memory_gb": t("메모리 (GB)", "memory (GB)"),
-            "memory.type": t("종류", "type"), "bandwidth_gbs": t("대역폭 (GB/s)", "bandwidth (GB/s)"),
+            "peak.bf16": "bf16 dense TFLOP/s", "sparse.bf16": t("bf16 희소(2:4)", "bf16 sparse (2:4)"),
+            "memory_gib": t("메모리(GiB)", "memory (GiB)"),
+            "memory.type": t("종류", "type"), "bandwidth_gbs": t("대역폭(GB/s)", "bandwidth (GB/s)"),
             "interconnect.type": t("GPU 간 링크", "GPU link"), "tdp_w": "TDP (W)"}
     show_table(profiles.table(ids, DEVICE_FIELDS), DEVICE_FIELDS, head)
 
@@ -175,8 +113,8 @@ def device_metrics() -> dict:
     return {
         t("연도", "year"): lambda p: p.get("year"),
         "bf16 dense TFLOP/s": lambda p: p.peak("bf16"),
-        t("대역폭 (GB/s)", "bandwidth (GB/s)"): lambda p: p.bandwidth_gbs,
-        t("메모리 (GiB)", "memory (GiB)"): lambda p: p.memory_gib,
+        t("대역폭(GB/s)", "bandwidth (GB/s)"): lambda p: p.bandwidth_gbs,
+        t("메모리(GiB)", "memory (GiB)"): lambda p: p.memory_gib,
         "TDP (W)": lambda p: p.get("tdp_w"),
         t("TFLOP/s / W", "TFLOP/s per W"): lambda p: p.peak("bf16") / p.get("tdp_w"),
         t("ridge point (FLOP/byte)", "ridge point (FLOP/byte)"): lambda p: p.peak("bf16") * 1e12 / (p.bandwidth_gbs * 1e9),
@@ -223,18 +161,18 @@ def show_offers(offers: list[dict]) -> None:
                 "price_per_gpu_hour": t("GPU-시간당 $", "$ per GPU-hour"), "seen": t("확인한 날", "seen")})
 
 
-def show_estimates(estimate, offers: list[dict], params: float, tokens: float, gpus: int, mfu: float) -> None:
-    """``estimate(params, tokens, gpus, profile, mfu, price)`` for every offer: days, GPU-hours, cost."""
+def show_estimates(days, offers: list[dict], params: float, tokens: float, gpus: int, mfu: float) -> None:
+    """``days(params, tokens, gpus, profile, mfu)`` for every offer, with the GPU-hours and the bill it makes."""
     rows = []
     for o in offers:
-        r = estimate(params, tokens, gpus, o["profile"], mfu, o["price_per_gpu_hour"])
-        rows.append({"offer": o["id"], "gpu": o["gpu"], "days": round(r["days"], 1), "gpu_hours": round(r["gpu_hours"]),
-                     "cost": round(r["cost"])})
-    show_table(rows, headers={"offer": t("오퍼", "offer"), "days": t("일", "days"), "gpu_hours": t("GPU-시간", "GPU-hours"),
-                              "cost": t("비용 ($)", "cost ($)")})
+        d = days(params, tokens, gpus, o["profile"], mfu)
+        rows.append({"offer": o["id"], "gpu": o["gpu"], "days": round(d, 1), "gpu_hours": round(d * 24 * gpus),
+                     "cost": round(d * 24 * gpus * o["price_per_gpu_hour"])})
+    show_table(rows, headers={"offer": t("오퍼", "offer"), "days": t("일", "days"), "gpu_hours": t("GPU 시간", "GPU-hours"),
+                              "cost": t("비용($)", "cost ($)")})
 
 
-def cost_explorer(estimate, offers: list[dict]) -> None:
+def cost_explorer(days, offers: list[dict]) -> None:
     """Sliders for parameters, tokens, GPUs and MFU and an offer picker; shows FLOPs, days, GPU-hours and cost."""
     import ipywidgets as widgets
     from IPython.display import display
@@ -242,7 +180,7 @@ def cost_explorer(estimate, offers: list[dict]) -> None:
                                       readout_format=".2g")
     d_slider = widgets.FloatLogSlider(value=1e11, base=10, min=9, max=13.5, description=t("토큰", "tokens"),
                                       readout_format=".2g")
-    g_slider = widgets.IntSlider(value=8, min=1, max=4096, description="GPUs")
+    g_slider = widgets.IntSlider(value=8, min=1, max=4096, description=t("GPU 수", "GPUs"))
     m_slider = widgets.FloatSlider(value=0.4, min=0.05, max=0.7, step=0.05, description="MFU")
     o_pick = widgets.Dropdown(options=[(f"{o['id']} (${o['price_per_gpu_hour']:.2f}/GPU-h)", o["id"]) for o in offers],
                               description=t("오퍼", "offer"))
@@ -250,9 +188,10 @@ def cost_explorer(estimate, offers: list[dict]) -> None:
 
     def update(*_):
         o = next(x for x in offers if x["id"] == o_pick.value)
-        r = estimate(p_slider.value, d_slider.value, g_slider.value, o["profile"], m_slider.value, o["price_per_gpu_hour"])
-        answer.value = (f"<b>{r['flops']:.3g} FLOP</b> · <b>{r['days']:,.1f} {t('일', 'days')}</b> · "
-                        f"{r['gpu_hours']:,.0f} GPU-h · <b>${r['cost']:,.0f}</b> "
+        d = days(p_slider.value, d_slider.value, g_slider.value, o["profile"], m_slider.value)
+        gpu_hours = d * 24 * g_slider.value
+        answer.value = (f"<b>{6 * p_slider.value * d_slider.value:.3g} FLOP</b> · <b>{d:,.1f} {t('일', 'days')}</b> · "
+                        f"{gpu_hours:,.0f} GPU-h · <b>${gpu_hours * o['price_per_gpu_hour']:,.0f}</b> "
                         f"({t('토큰/파라미터', 'tokens per parameter')} {d_slider.value / p_slider.value:.0f})")
 
     for w in (p_slider, d_slider, g_slider, m_slider, o_pick):
@@ -279,10 +218,10 @@ def plot_spot(offers: list[dict], overhead, job_hours: float, checkpoint_h: floa
                 label=t(f"스팟, 시간당 중단 {lam}", f"spot, {lam} interruptions/h")
                 + f" (τ* = {math.sqrt(2 * checkpoint_h / lam):.2f} h)")
     ax.axhline(job_hours * (1 + checkpoint_h / 4) * on_demand["price_per_hour"], color="tab:red",
-               label=t("온디맨드 (4시간마다 체크포인트)", "on-demand (checkpoint every 4 h)"))
+               label=t("온디맨드(4시간마다 체크포인트)", "on-demand (checkpoint every 4 h)"))
     ax.set_xscale("log")
-    ax.set_xlabel(t("체크포인트 간격 τ (시간)", "checkpoint interval τ (hours)"))
-    ax.set_ylabel(t("작업 비용 (USD)", "job cost (USD)"))
+    ax.set_xlabel(t("체크포인트 간격 τ(시간)", "checkpoint interval τ (hours)"))
+    ax.set_ylabel(t("작업 비용(USD)", "job cost (USD)"))
     ax.set_title(t(f"p5.48xlarge {job_hours:.0f}시간 작업: 온디맨드 {on_demand['price_per_hour']} USD/h, "
                    f"스팟 {spot['price_per_hour']:.2f} USD/h ({spot['seen']})",
                    f"A {job_hours:.0f}-hour job on p5.48xlarge: on-demand {on_demand['price_per_hour']} USD/h, "
@@ -293,64 +232,107 @@ def plot_spot(offers: list[dict], overhead, job_hours: float, checkpoint_h: floa
 
 
 # ---------------------------------------------------------------- claims
-def _off(ratio: float) -> bool:
-    return ratio > 2 or ratio < 0.5
+CLAIMS = Path(__file__).resolve().parent / "data" / "claims.yaml"
+CLAIM_TOLERANCE = 0.05  # quoted / checked within 5% is the same figure rounded; anything more is a real deviation
 
 
-def show_claims(claims: list[tuple]) -> None:
-    """``(claim, seed value, checked value, basis)`` rows as a table with a verdict (off by > 2x), then a bar chart."""
+def checked_value(check: dict, days=None) -> float:
+    """The value a claim is checked against: a profile's dense peak or bandwidth, a price, a training estimate.
+
+    ``days(params, tokens, gpus, profile, mfu)``: the lesson's training-time estimate (for ``training_days`` and
+    ``training_cost``, the latter at the offer's price when the claim was made).
+    """
+    from ... import profiles
+    from . import prices
+    (kind, arg), = check.items()
+    if kind == "peak":
+        return profiles.get(arg[0]).peak(arg[1])
+    if kind == "bandwidth":
+        return profiles.get(arg).bandwidth_gbs
+    if kind == "price":
+        return next(o["price_per_hour"] for o in prices.offers() if o["id"] == arg)
+    if kind == "training_memory":
+        return arg["params"] * arg["bytes_per_parameter"] / 1e9
+    run = [arg[k] for k in ("params", "tokens", "gpus", "profile", "mfu")]
+    if kind == "training_days":
+        return days(*run)
+    offer = next(o for o in prices.offers() if o["id"] == arg["offer"])
+    return days(*run) * 24 * offer["earlier_price"]  # kind == "training_cost"
+
+
+def claim_rows(days) -> list[dict]:
+    """Every claim of ``data/claims.yaml``: quoted and checked value, their ratio, flagged beyond the tolerance."""
+    from ...datafile import read_yaml
+    rows = []
+    from . import prices
+    earlier = {o["id"]: o.get("earlier_price") for o in prices.offers()}
+    for c in read_yaml(CLAIMS)["claims"]:
+        checked = checked_value(c["checked"], days)
+        quoted = c["quoted"] if "quoted" in c else earlier[c["checked"]["price"]]
+        ratio = quoted / checked
+        rows.append({"id": c["id"], "claim": t(c["claim"]["ko"], c["claim"]["en"]), "quoted": quoted,
+                     "checked": checked, "ratio": ratio, "flagged": abs(ratio - 1) > CLAIM_TOLERANCE,
+                     "cause": t(c["cause"]["ko"], c["cause"]["en"]) if c.get("cause") else ""})
+    return rows
+
+
+def show_claims(rows: list[dict]) -> None:
+    """The claims as a table (ratio = quoted / checked, ⚠️ with the known cause beyond 5%), then a bar chart."""
     import matplotlib.pyplot as plt
-    rows = [{"claim": c, "seed": f"{s:,.4g}", "checked": f"{v:,.4g}", "ratio": round(s / v, 2),
-             "flag": "⚠️ " + t("2배 넘게 차이", "off by > 2x") if _off(s / v) else "✓", "basis": b}
-            for c, s, v, b in claims]
-    show_table(rows, headers={"claim": t("주장", "claim"), "seed": t("자료 값", "seed value"),
-                              "checked": t("검증 값", "checked value"), "ratio": t("비율", "ratio"),
-                              "flag": t("판정", "verdict"), "basis": t("근거", "basis")})
-    fig, ax = plt.subplots(figsize=(8, 4))
-    ratios = [s / v for _, s, v, _ in claims]
-    ax.barh(range(len(claims)), ratios, color=["tab:red" if _off(r) else "tab:gray" for r in ratios])
-    ax.axvspan(0.5, 2, color="tab:green", alpha=0.12, label=t("2배 이내", "within 2x"))
-    ax.set_yticks(range(len(claims)), [c.replace("$", r"\$") for c, *_ in claims], fontsize=8)
+    def number(v):
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    show_table([{**r, "quoted": number(r["quoted"]), "checked": number(r["checked"]), "ratio": round(r["ratio"], 2),
+                 "flag": "⚠️" if r["flagged"] else "✓"} for r in rows],
+               ["claim", "quoted", "checked", "ratio", "flag", "cause"],
+               {"claim": t("주장", "claim"), "quoted": t("인용된 값", "quoted"), "checked": t("검증 값", "checked"),
+                "ratio": t("비율", "ratio"), "flag": t("판정", "verdict"), "cause": t("원인", "cause")})
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.barh(range(len(rows)), [r["ratio"] for r in rows], color=["tab:red" if r["flagged"] else "tab:gray" for r in rows])
+    ax.axvspan(1 - CLAIM_TOLERANCE, 1 + CLAIM_TOLERANCE, color="tab:green", alpha=0.25,
+               label=t("±5%: 같은 값", "±5%: the same figure"))
+    ax.set_yticks(range(len(rows)), [r["claim"].replace("$", r"\$") for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel(t("자료 값 / 검증 값", "seed value / checked value"))
+    ax.set_xlabel(t("인용된 값 / 검증 값", "quoted / checked"))
     ax.legend(fontsize=8)
-    ax.set_title(t("자료의 주장 대 검증 값", "Claims of the source vs checked values"))
+    ax.set_title(t("자주 인용되는 수치 대 검증 값", "Commonly quoted figures vs checked values"))
     plt.show()
 
 
 # ---------------------------------------------------------------- serving
 def show_serving(rows: list[dict]) -> None:
-    """The serving table: model, GPU, weights and KV cache (GB), GPUs needed, tokens/s bound."""
-    show_table(rows, headers={"model": t("모델", "model"), "weights_gb": t("가중치 GB", "weights GB"),
-                              "kv_gb": t("KV 캐시 GB", "KV cache GB"), "gpus": t("GPU 수", "GPUs"),
-                              "tok_s": t("초당 토큰 상한", "tokens/s bound")})
+    """The serving table: model, GPU, GPUs, weights, KV cache per sequence, sequences that fit, ms per token."""
+    show_table(rows, headers={"model": t("모델", "model"), "gpus": t("GPU 수", "GPUs"),
+                              "weights_gb": t("가중치 GB", "weights GB"), "kv_gb": t("시퀀스당 KV GB", "KV GB per sequence"),
+                              "fit": t("들어가는 시퀀스", "sequences that fit"),
+                              "ms": t("그때 토큰당 ms", "ms per token then")})
 
 
-def plot_serving(serving, model: dict, context: int, ids: tuple = ("h100_sxm", "h200_sxm"),
-                 batches: tuple = (1, 2, 4, 8, 16, 32, 64, 128)) -> None:
-    """GPUs needed and tokens/s bound per GPU against the batch, for each profile in ``ids``.
+def plot_batch_tradeoff(weights: float, kv_per_seq: float, memory: float, bandwidth: float, title: str,
+                        batches: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256)) -> None:
+    """Decode ms per token and tokens/s against the batch for one deployment (bytes; bytes/s), memory limit marked.
 
-    ``serving(model, context, batch, profile_id)`` returns ``gpus`` and ``tok_s`` (the lesson's function).
+    One decode step reads the weights and every sequence's KV cache once: step = (weights + b·kv) / bandwidth.
     """
     import matplotlib.pyplot as plt
-
-    from ... import profiles
+    import numpy as np
+    b = np.array(batches, dtype=float)
+    step_s = (weights + b * kv_per_seq) / bandwidth
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for pid in ids:
-        runs = [serving(model, context, b, pid) for b in batches]
-        ax.step(batches, [r["gpus"] for r in runs], where="post", marker="o", label=profiles.get(pid).label)
-        bx.plot(batches, [r["tok_s"] / r["gpus"] for r in runs], marker="o", label=profiles.get(pid).label)
-    ax.set_ylabel(t("필요한 GPU 수", "GPUs needed"))
-    bx.set_ylabel(t("GPU당 초당 토큰 상한", "tokens/s bound per GPU"))
+    ax.plot(b, step_s * 1e3, marker="o")
+    bx.plot(b, b / step_s, marker="o", color="tab:green")
+    fit = (memory - weights) / kv_per_seq
     for a in (ax, bx):
         a.set_xscale("log", base=2)
         a.grid(alpha=0.3)
-        a.legend(fontsize=8)
-        a.set_xlabel(t("배치 (동시 요청)", "batch (concurrent requests)"))
+        a.set_xlabel(t("배치(동시에 디코딩하는 시퀀스)", "batch (sequences decoded together)"))
+        if fit >= 1:
+            a.axvline(fit, color="tab:red", ls="--", label=t("메모리가 허락하는 배치", "batch memory allows"))
+            a.legend(fontsize=8)
+    ax.set_ylabel(t("토큰당 ms(한 스텝)", "ms per token (one step)"))
+    bx.set_ylabel(t("초당 토큰(상한)", "tokens/s (bound)"))
     bx.set_yscale("log")
-    fig.suptitle(t("70B bf16, 컨텍스트 8192: H200은 GPU가 덜 필요하고 GPU마다 더 빨리 읽습니다",
-                   "70B bf16, context 8192: the H200 needs fewer GPUs and each reads faster"), fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     plt.show()
 
@@ -372,7 +354,7 @@ def plot_call_overhead(device: str, sizes: tuple = (16, 32, 64, 128, 256, 512, 1
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
-    ax.set_xlabel(t("행렬 크기 n (n×n @ n×n)", "matrix size n (n×n @ n×n)"))
+    ax.set_xlabel(t("행렬 크기 n(n×n @ n×n)", "matrix size n (n×n @ n×n)"))
     ax.set_ylabel("GFLOP/s")
     ax.set_title(t(f"{device}: 작은 연산은 호출 오버헤드가 지배합니다", f"{device}: small operations are dominated by call overhead"))
     plt.show()
@@ -395,27 +377,33 @@ def cuda_graph_replay() -> None:
         (static_in @ static_in).relu() @ static_in
     eager = time_fn(lambda: (static_in @ static_in).relu() @ static_in, device="cuda", budget_s=0.3).median_s
     replay = time_fn(graph.replay, device="cuda", budget_s=0.3).median_s
-    print(f"eager {eager * 1e6:.1f} µs, CUDA graph replay {replay * 1e6:.1f} µs")
+    print(t(f"즉시 실행 {eager * 1e6:.1f} µs, CUDA graph 재생 {replay * 1e6:.1f} µs",
+            f"eager {eager * 1e6:.1f} µs, CUDA graph replay {replay * 1e6:.1f} µs"))
 
 
 # ---------------------------------------------------------------- MFU of a training step
-def mlp_step(dims: list[int], batch: int, device: str):
+def mlp_step(dims: list[int], batch: int, device: str, frozen: int = 0):
     """One SGD training step of a bias-free MLP (Linear layers, ReLU between) on ``device``, as a callable.
 
+    The first ``frozen`` Linear layers do not train (``requires_grad_(False)``); SGD gets the others.
     The step: zero_grad, forward on ``torch.randn(batch, dims[0])``, ``out.square().mean()``, backward, SGD step.
     """
     import torch
+    linears = [torch.nn.Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:])]
+    for layer in linears[:frozen]:
+        layer.requires_grad_(False)
     layers = []
-    for a, b in zip(dims[:-1], dims[1:]):
-        layers += [torch.nn.Linear(a, b, bias=False), torch.nn.ReLU()]
+    for layer in linears:
+        layers += [layer, torch.nn.ReLU()]
     model = torch.nn.Sequential(*layers[:-1]).to(device)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     x = torch.randn(batch, dims[0], device=device)
 
     def step():
         opt.zero_grad(set_to_none=True)
         model(x).square().mean().backward()
         opt.step()
+    step.model = model
     return step
 
 

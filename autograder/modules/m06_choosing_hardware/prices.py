@@ -32,8 +32,8 @@ def load() -> dict:
 def offers(kind: str | None = None) -> list[dict]:
     """Every offer (or those of ``kind``: on_demand, spot) with per-GPU figures from its profile.
 
-    Each dict: ``id``, the fields of the file, ``price_per_gpu_hour``, ``gpu`` (label),
-    ``memory_gb_per_gpu``, ``bf16_tflops`` (dense), ``bandwidth_gbs``.
+    Each dict: ``id``, the fields of the file, ``price_per_gpu_hour``, and per GPU: ``gpu`` (label),
+    ``memory_gib`` (binary, as the profiles store it), ``bf16_tflops`` (dense), ``bandwidth_gbs`` (10^9 B/s).
     """
     rows = []
     for oid, entry in load()["offers"].items():
@@ -43,7 +43,7 @@ def offers(kind: str | None = None) -> list[dict]:
         rows.append({
             "id": oid, **entry, "seen": str(entry["seen"]),
             "price_per_gpu_hour": entry["price_per_hour"] / entry["gpus"],
-            "gpu": prof.label, "memory_gb_per_gpu": prof.memory_bytes / 1e9,
+            "gpu": prof.label, "memory_gib": prof.memory_gib,
             "bf16_tflops": prof.peak("bf16"), "bandwidth_gbs": prof.bandwidth_gbs,
         })
     return rows

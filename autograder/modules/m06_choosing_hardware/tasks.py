@@ -1,10 +1,11 @@
-"""Tasks of module 06 (choosing hardware): cost, claims, offers, serving, nvidia-smi logs, inventory, MFU.
+"""Tasks of module 06 (choosing hardware): cost, the MFU a claim needs, serving, the cheapest deployment,
+why a run is slow (nvidia-smi logs), an NVML inventory, and a partly frozen training step.
 
 Calculations are scored against the expected answer (relative tolerance 1e-6, see
-:func:`autograder.checks.core.close`). NVML is faked (:mod:`autograder.fakes.nvml`) so
-every failure mode can be graded on a CPU-only machine. The MFU task times the
-learner's step side by side with the same step (:func:`.lesson.mlp_step`) and grades
-the MFU against :func:`autograder.expectations.expect`.
+:func:`autograder.checks.core.close`). The expected answer of a case also holds the values the
+known mistakes give (``slips``): a wrong value equal to a slip's names that mistake. NVML is
+faked (:mod:`autograder.fakes.nvml`) so every failure mode can be graded on a CPU-only machine.
+The step task times the learner's step side by side with the same step (:func:`.lesson.mlp_step`).
 """
 from __future__ import annotations
 
@@ -18,15 +19,20 @@ from ...checks import referee
 from ...checks.core import Part, Task, close
 from ...fakes.nvml import INIT_FAILURES, fake_pynvml, fake_torch_cuda
 from ...i18n import Message, msg
-from .lesson import SAMPLE_LOG, mfu_peak, mlp_step
+from .lesson import mfu_peak, mlp_step
 
 REL = 1e-6
+GIB = 2**30
 COST_KEYS = ("flops", "hours", "gpu_hours", "cost")
-CLAIM_KEYS = ("estimated_days", "ratio", "flagged")
+CLAIM_KEYS = ("gpu_hours", "mfu", "verdict")
 SERVE_KEYS = ("weights_gb", "kv_cache_gb", "total_gb", "gpus", "tokens_per_s_max")
-SMI_KEYS = ("samples", "mean_utilization", "peak_memory_mib", "throttled")
-MFU_KEYS = ("flops_per_step", "seconds_per_step", "peak_tflops", "mfu")
+DEPLOY_KEYS = ("offer", "batch", "replicas", "cost_per_hour")
+SMI_KEYS = ("samples", "mean_utilization", "peak_memory_mib", "cause")
+STEP_KEYS = ("flops_per_step", "seconds_per_step", "peak_tflops", "utilization")
+OFFER_KEYS = ("id", "gpu", "gpus", "memory_gib", "bandwidth_gbs", "price_per_hour")
 ERROR = {"raised": "ValueError"}  # the answer (and expected answer) of a case that must raise ValueError
+DATA = Path(__file__).resolve().parent / "data"
+RUN_LOGS = tuple(f"gpu_log_{c}.csv" for c in "abcde")  # the visible logs of the smi task (shipped with the exercise)
 
 
 # ---------------------------------------------------------------- shared helpers
@@ -47,34 +53,41 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def _compare(case_text: Message, want: dict, found: Any, keys: tuple, weights: dict | None = None) -> list[Part]:
-    """One Part per key: :func:`_same` as the expected answer ``want``."""
+def _slip(found: Any, want: Any, slips: dict, key: str | None = None) -> str | None:
+    """The known mistake whose answer (or its ``key``) equals ``found`` where the right answer differs."""
+    for name, slip in (slips or {}).items():
+        value = slip.get(key) if key is not None and isinstance(slip, dict) else slip
+        if slip is not None and not _same(value, want) and _same(found, value):
+            return name
+    return None
+
+
+def _label(short: str, key: str) -> Message:
+    return msg("m06.part", case=short, key=key)
+
+
+def _compare(text: Message, short: str, want: dict, found: Any, keys: tuple, slips: dict | None = None,
+             weights: dict | None = None, hint: str | None = None, named: tuple | None = None) -> list[Part]:
+    """One labelled Part per key of ``want``; a wrong value equal to a slip's names the mistake (only ``named`` keys)."""
     if not isinstance(found, dict):
-        return [Part(False, _fill("m06.not_dict", case_text, found=type(found).__name__), float(len(keys)))]
-    parts = []
+        return [Part(False, msg("m06.not_dict", case=text, found=type(found).__name__), float(len(keys)))]
+    parts, explained = [], set()  # a mistake's message (or the hint) once per case, on its first wrong value
     for key in keys:
-        weight = (weights or {}).get(key, 1.0)
+        weight, label = (weights or {}).get(key, 1.0), _label(short, key)
         if key not in found:
-            parts.append(Part(False, _fill("m06.missing_key", case_text, key=key, keys=", ".join(keys)), weight))
+            parts.append(Part(False, msg("m06.missing_key", case=text, key=key, keys=", ".join(keys)), weight,
+                              label=label))
         elif _same(found[key], want[key]):
-            parts.append(Part(True, _fill("m06.ok", case_text), weight))
+            parts.append(Part(True, msg("m06.ok", case=text), weight, label=label))
         else:
-            parts.append(Part(False, _fill("m06.wrong_value", case_text, key=key, expected=_show(want[key]),
-                                           found=_show(found[key])), weight))
-    return parts
-
-
-def _fill(message_key: str, case_text: Message, **values) -> Message:
-    """``msg(message_key)`` with the case description put in."""
-    return msg(message_key, case=case_text, **values)
-
-
-def _with_hint(parts: list[Part], hint_key: str) -> list[Part]:
-    """Add the task's hint to the first wrong part (so the verdict says how it is computed)."""
-    for i, part in enumerate(parts):
-        if not part.ok:
-            parts[i] = Part(False, part.message + msg(hint_key), part.weight)
-            break
+            wrong = msg("m06.wrong_value", case=text, key=key, expected=_show(want[key]), found=_show(found[key]))
+            name = _slip(found[key], want[key], slips, key) if named is None or key in named else None
+            why = f"m06.mistake.{name}" if name else hint
+            first = why is not None and why not in explained
+            if first:
+                explained.add(why)
+                wrong = wrong + msg(why)
+            parts.append(Part(False, wrong, weight, mistake=name if first else None, label=label))
     return parts
 
 
@@ -90,10 +103,11 @@ def _call_or_error(fn, *args) -> Any:
 def _cost_visible() -> list:
     from .prices import price_per_gpu_hour
     return [
-        {"params": 8e9, "tokens": 100e9, "gpus": 8, "profile": "a100_sxm_40gb", "mfu": 0.4,
-         "price": price_per_gpu_hour("aws_p4d_24xlarge")},
-        {"params": 70e9, "tokens": 1.4e12, "gpus": 1024, "profile": "h100_sxm", "mfu": 0.45,
-         "price": price_per_gpu_hour("aws_p5_48xlarge")},
+        {"params": 1.3e9, "tokens": 26e9, "gpus": 8, "profile": "h100_sxm", "mfu": 0.4,
+         "price": price_per_gpu_hour("lambda_8x_h100_sxm")},
+        {"params": 13e9, "tokens": 260e9, "gpus": 64, "profile": "a100_sxm_80gb", "mfu": 0.5,
+         "price": price_per_gpu_hour("aws_p4de_24xlarge")},
+        {"params": 7e9, "tokens": 140e9, "gpus": 16, "profile": "h100_sxm", "mfu": 45, "price": 3.99},
     ]
 
 
@@ -102,76 +116,59 @@ def _cost_answer(learner, case) -> Any:
                           case["price"])
 
 
-def _cost_text(case) -> Message:
-    if case.get("expect_error"):
-        return msg("m06.invalid_case", mfu=case["mfu"])
-    return msg("m06.cost_case", **{k: case[k] for k in ("params", "tokens", "gpus", "profile", "mfu", "price")})
+def _cost_short(case) -> str:
+    return f"{case['params'] / 1e9:.3g}B×{case['gpus']} {case['profile']}"
 
 
 def _cost_score(case, answer, want) -> list[Part]:
-    text = _cost_text(case)
-    if want == ERROR:
-        ok = answer == ERROR
-        return [Part(ok, _fill("m06.ok" if ok else "m06.expected_error", text, found=_show(answer)), 2.0)]
-    return _with_hint(_compare(text, want, answer, COST_KEYS), "m06.cost_hint")
+    text = msg("m06.cost_case", **{k: case[k] for k in ("params", "tokens", "gpus", "profile", "mfu", "price")})
+    right = want["answer"]
+    if right == ERROR:
+        if answer == ERROR:
+            return [Part(True, msg("m06.ok", case=text), 2.0, label=_label(_cost_short(case), "ValueError"))]
+        mistake = "mfu_percent" if case["mfu"] > 1 and isinstance(answer, dict) else None
+        message = msg("m06.expected_error", case=text, found=_show(answer))
+        return [Part(False, message + msg(f"m06.mistake.{mistake}") if mistake else message, 2.0, mistake=mistake,
+                     label=_label(_cost_short(case), "ValueError"))]
+    return _compare(text, _cost_short(case), right, answer, COST_KEYS, want["slips"], hint="m06.cost_hint")
 
 
-# ---------------------------------------------------------------- task 2: checking a claim
-SEED_CLAIM = {  # seed 001, section 8: "Llama 3 8B, 8x A100, 100B tokens: ~7-10 days" (its cost uses 8 days)
-    "label": "Llama 3 8B, 8x A100, 100B tokens", "params": 8e9, "tokens": 100e9, "gpus": 8,
-    "profile": "a100_sxm_40gb", "mfu": 0.4, "claimed_days": 8.0,
-}
-
-
+# ---------------------------------------------------------------- task 2: the MFU a claim needs
 def _claim_visible() -> list:
-    return [SEED_CLAIM,
-            {"label": "1.3B model, 26B tokens, 8x H100", "params": 1.3e9, "tokens": 26e9, "gpus": 8,
-             "profile": "h100_sxm", "mfu": 0.4, "claimed_days": 1.0}]
+    from .prices import price_per_gpu_hour
+    return [
+        {"label": "7B, 1T tokens, 64x H100: one week", "params": 7e9, "tokens": 1e12, "gpus": 64,
+         "profile": "h100_sxm", "unit": "days", "claimed": 7.0},
+        {"label": "13B, 260B tokens, A100 80GB: $80,000", "params": 13e9, "tokens": 260e9, "gpus": 64,
+         "profile": "a100_sxm_80gb", "unit": "usd", "claimed": 80_000.0,
+         "price_per_gpu_hour": price_per_gpu_hour("aws_p4de_24xlarge")},
+        {"label": "1.3B, 26B tokens, 8x H100: 200 GPU-hours", "params": 1.3e9, "tokens": 26e9, "gpus": 8,
+         "profile": "h100_sxm", "unit": "gpu_hours", "claimed": 200.0},
+    ]
 
 
 def _claim_score(case, answer, want) -> list[Part]:
-    text = msg("m06.claim_case", label=case["label"], claimed_days=f"{case['claimed_days']:.4g}")
-    return _with_hint(_compare(text, want, answer, CLAIM_KEYS), "m06.claim_hint")
+    text = msg("m06.claim_case", label=case["label"])
+    return _compare(text, case["label"].split(",")[0], want["answer"], answer, CLAIM_KEYS, want["slips"],
+                    hint="m06.claim_hint", named=("gpu_hours", "mfu"))
 
 
-# ---------------------------------------------------------------- task 3: cheapest offer
-def _offer_from_prices(row: dict) -> dict:
-    return {"name": row["id"], "gpus": row["gpus"], "memory_gb_per_gpu": row["memory_gb_per_gpu"],
-            "tflops_per_gpu": row["bf16_tflops"], "price_per_hour": row["price_per_hour"]}
+# ---------------------------------------------------------------- task 3: serving
+GQA_70B = {"params": 70.6e9, "weight_bytes": 2, "layers": 80, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2}
+GQA_8B_FP8 = {"params": 8.03e9, "weight_bytes": 1, "layers": 32, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2}
 
 
-def _cheapest_visible() -> list:
-    from .prices import offers
-    listed = [_offer_from_prices(r) for r in offers("on_demand")]
-    job = {"flops": 6 * 7e9 * 5e9, "mfu": 0.35, "memory_gb": 112.0, "deadline_hours": 48.0}
-    rushed = dict(job, deadline_hours=1.0)
-    return [{"offers": listed, "job": job}, {"offers": listed, "job": rushed}]
-
-
-def _cheapest_answer(learner, case) -> Any:
-    return learner([dict(o) for o in case["offers"]], dict(case["job"]))
-
-
-def _cheapest_score(case, answer, want) -> list[Part]:
-    job = case["job"]
-    text = msg("m06.cheapest_case", n=len(case["offers"]), memory_gb=job["memory_gb"],
-               deadline_hours=job["deadline_hours"])
-    return _with_hint(_compare(text, want, answer, ("name", "cost", "hours"), {"name": 2.0}), "m06.cheapest_hint")
-
-
-# ---------------------------------------------------------------- task 4: serving
 def gpu_case(profile_id: str, usable: float = 0.9) -> dict:
-    """The ``gpu`` of a serving case from a profile: name, memory (GB), bandwidth (GB/s), usable share."""
+    """The ``gpu`` of a serving case from a profile: name, memory (GiB), bandwidth (GB/s), usable share."""
     from ...profiles import get
     prof = get(profile_id)
-    return {"name": prof.label, "memory_gb": prof.memory_bytes / 1e9, "bandwidth_gbs": prof.bandwidth_gbs, "usable_fraction": usable}
+    return {"name": prof.label, "memory_gib": prof.memory_gib, "bandwidth_gbs": prof.bandwidth_gbs,
+            "usable_fraction": usable}
 
 
 def _serve_visible() -> list:
-    gqa70 = {"params": 70.6e9, "weight_bytes": 2, "layers": 80, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2}
-    gqa8 = {"params": 8.03e9, "weight_bytes": 1, "layers": 32, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2}
-    return [{"model": gqa70, "context": 8192, "batch": 16, "gpu": gpu_case("h100_sxm")},
-            {"model": gqa8, "context": 4096, "batch": 4, "gpu": gpu_case("l4")}]
+    return [{"model": GQA_70B, "context": 8192, "batch": 3, "gpu": gpu_case("h100_sxm")},
+            {"model": GQA_8B_FP8, "context": 4096, "batch": 32, "gpu": gpu_case("l4")}]
 
 
 def _serve_answer(learner, case) -> Any:
@@ -182,12 +179,53 @@ def _serve_score(case, answer, want) -> list[Part]:
     m = case["model"]
     text = msg("m06.serve_case", params=m["params"], weight_bytes=m["weight_bytes"], context=case["context"],
                batch=case["batch"], gpu=case["gpu"]["name"])
-    return _with_hint(_compare(text, want, answer, SERVE_KEYS, {"gpus": 2.0}), "m06.serve_hint")
+    short = f"{m['params'] / 1e9:.3g}B/{case['gpu']['name']}"
+    return _compare(text, short, want["answer"], answer, SERVE_KEYS, want["slips"], {"gpus": 2.0}, "m06.serve_hint")
 
 
-# ---------------------------------------------------------------- task 5: nvidia-smi logs
+# ---------------------------------------------------------------- task 4: the cheapest deployment
+def table_offers() -> list[dict]:
+    """The on-demand rows of the price table, with the keys the deployment task reads."""
+    from .prices import offers
+    return [{k: row[k] for k in OFFER_KEYS} for row in offers("on_demand")]
+
+
+def _deploy_visible() -> list:
+    from ...profiles import get
+    small = []
+    for oid, pid, gpus, price in (("l4.x1", "l4", 1, 0.80), ("l4.x4", "l4", 4, 4.60), ("rtx4090.x2", "rtx_4090", 2, 1.40),
+                                  ("a100.80g.x1", "a100_sxm_80gb", 1, 1.79), ("h100.pcie.x1", "h100_pcie", 1, 2.49),
+                                  ("rtx4090.x2.b", "rtx_4090", 2, 1.40)):
+        p = get(pid)
+        small.append({"id": oid, "gpu": p.label, "gpus": gpus, "memory_gib": p.memory_gib,
+                      "bandwidth_gbs": p.bandwidth_gbs, "price_per_hour": price})
+    return [
+        {"model": GQA_70B, "context": 8192, "target": {"tokens_per_s": 3000, "ms_per_token": 40, "usable_fraction": 0.9},
+         "offers": table_offers()},
+        {"model": GQA_8B_FP8, "context": 8192, "target": {"tokens_per_s": 6000, "ms_per_token": 25, "usable_fraction": 0.9},
+         "offers": small},
+        {"model": GQA_70B, "context": 8192, "target": {"tokens_per_s": 500, "ms_per_token": 8, "usable_fraction": 0.9},
+         "offers": table_offers()},
+        {"model": GQA_8B_FP8, "context": 8192, "target": {"tokens_per_s": 500, "ms_per_token": 2, "usable_fraction": 0.9},
+         "offers": small},
+    ]
+
+
+def _deploy_answer(learner, case) -> Any:
+    return learner(dict(case["model"]), case["context"], dict(case["target"]), [dict(o) for o in case["offers"]])
+
+
+def _deploy_score(case, answer, want) -> list[Part]:
+    m, target = case["model"], case["target"]
+    text = msg("m06.deploy_case", params=m["params"], tokens_per_s=target["tokens_per_s"],
+               ms_per_token=target["ms_per_token"], n=len(case["offers"]))
+    short = f"{m['params'] / 1e9:.3g}B {target['tokens_per_s']} tok/s {target['ms_per_token']} ms"
+    return _compare(text, short, want["answer"], answer, DEPLOY_KEYS, want["slips"], {"offer": 2.0}, "m06.deploy_hint")
+
+
+# ---------------------------------------------------------------- task 5: why is this run slow?
 def _smi_visible() -> list:
-    return [{"name": SAMPLE_LOG.name, "text": SAMPLE_LOG.read_text(encoding="utf-8")}]
+    return [{"name": name, "text": (DATA / name).read_text(encoding="utf-8")} for name in RUN_LOGS]
 
 
 def _smi_answer(learner, case) -> Any:
@@ -199,8 +237,8 @@ def _smi_answer(learner, case) -> Any:
 
 def _smi_score(case, answer, want) -> list[Part]:
     text = msg("m06.smi_case", name=case["name"], rows=case["text"].count("\n") - 1)
-    weights = {"samples": 0.5, "throttled": 2.0}
-    return _with_hint(_compare(text, want, answer, SMI_KEYS, weights), "m06.smi_hint")
+    weights = {"samples": 0.25, "mean_utilization": 0.25, "peak_memory_mib": 0.25, "cause": 3.0}
+    return _compare(text, case["name"], want["answer"], answer, SMI_KEYS, want["slips"], weights, "m06.smi_hint")
 
 
 # ---------------------------------------------------------------- task 6: inventory with fakes of NVML
@@ -214,7 +252,8 @@ def inventory_fakes(case: dict) -> tuple:
 def _inventory_visible() -> list:
     return [{"real": True},
             {"nvml": [0, 1], "fail": None, "torch": [0, 1]},
-            {"nvml": [2], "fail": "library", "torch": [2]}]
+            {"nvml": [2], "fail": "library", "torch": [2]},
+            {"nvml": [1, 3], "fail": "memory", "torch": [1, 3]}]
 
 
 def _rows(result) -> Any:
@@ -236,7 +275,7 @@ def _inventory_answer(learner, case) -> Any:
         except Exception:  # not installed, or broken: the learner's code gets None, as the task says
             pynvml = None
         from ...hardware import detect
-        detected = [{"name": a.name, "memory_gb": (a.total_memory_bytes or 0) / 1e9}
+        detected = [{"name": a.name, "memory_gib": (a.total_memory_bytes or 0) / GIB}
                     for a in detect().accelerators if a.backend == "cuda"]
         return {"rows": _rows(learner(pynvml, torch)), "detected": detected}
     nvml, torch_mod = inventory_fakes(case)
@@ -263,49 +302,60 @@ def _same_rows(want: list, found: Any) -> bool:
 
 
 def _inventory_score(case, answer, want) -> list[Part]:
-    """Fake cases against the expected rows (and one init, one shutdown); the real case against what this machine detects."""
+    """Fake cases against the expected rows and NVML's init/shutdown pairing; the real case against what is detected."""
     text = _inventory_text(case)
+    short = "real" if case.get("real") else f"nvml {case['nvml']} {case['fail'] or 'ok'}"
     if not isinstance(answer, dict) or "rows" not in answer:
-        return [Part(False, _fill("m06.not_dict", text, found=type(answer).__name__), 2.0)]
+        return [Part(False, msg("m06.not_dict", case=text, found=type(answer).__name__), 2.0)]
     found = answer["rows"]
     if case.get("real"):
         detected = answer["detected"]
         ok = isinstance(found, list) and len(found) == len(detected) and all(
             isinstance(f, dict) and str(f.get("name", "")).strip() == e["name"].strip()
-            and close(f.get("memory_gb"), e["memory_gb"], rel=0.05)
+            and close(f.get("memory_gib"), e["memory_gib"], rel=0.05)
             for e, f in zip(detected, found))
-        message = _fill("m06.ok", text) if ok else _fill("m06.inventory_detected", text, expected=detected, found=found)
-        return [Part(ok, message if ok else message + msg("m06.inventory_hint"), 2.0)]
-    rows_ok = _same_rows(want, found)
-    parts = [Part(rows_ok, _fill("m06.ok", text) if rows_ok else
-                  _fill("m06.inventory_rows", text, expected=want, found=found) + msg("m06.inventory_hint"), 2.0)]
-    if case["nvml"] is not None and case["fail"] not in INIT_FAILURES:
-        ok = answer.get("init") == 1 and answer.get("shutdown") == 1
-        parts.append(Part(ok, _fill("m06.ok" if ok else "m06.inventory_shutdown", text, init=answer.get("init"),
-                                    shutdown=answer.get("shutdown")), 1.0))
+        message = msg("m06.ok", case=text) if ok else msg("m06.inventory_detected", case=text, expected=detected, found=found)
+        return [Part(ok, message if ok else message + msg("m06.inventory_hint"), 2.0, label=_label(short, "rows"))]
+    right, slips = want["answer"], want["slips"]
+    rows_ok = _same_rows(right, found)
+    name = None if rows_ok else next((n for n, s in slips.items() if s["rows"] != right and _same_rows(s["rows"], found)), None)
+    message = msg("m06.ok", case=text) if rows_ok else msg("m06.inventory_rows", case=text, expected=right, found=found)
+    if not rows_ok:
+        message = message + msg(f"m06.mistake.{name}" if name else "m06.inventory_hint")
+    parts = [Part(rows_ok, message, 2.0, mistake=name, label=_label(short, "rows"))]
+    if case["nvml"] is not None:
+        expected = 0 if case["fail"] in INIT_FAILURES else 1
+        ok = answer.get("shutdown") == expected and answer.get("init", 1) <= 1
+        name = None if ok else next((n for n, s in slips.items() if s["shutdown"] != expected
+                                     and s["shutdown"] == answer.get("shutdown")), None)
+        message = msg("m06.ok" if ok else "m06.inventory_shutdown", case=text, init=answer.get("init"),
+                      shutdown=answer.get("shutdown"), expected=expected)
+        parts.append(Part(ok, message + msg(f"m06.mistake.{name}") if name else message, 1.0, mistake=name,
+                          label=_label(short, "nvmlShutdown")))
     return parts
 
 
-# ---------------------------------------------------------------- task 7: MFU of a measured step
+# ---------------------------------------------------------------- task 7: a partly frozen training step
 def device_of(case: dict) -> str:
-    """The device an MFU case runs on: the case's, else this machine's best (cases stay machine-independent)."""
+    """The device a step case runs on: the case's, else this machine's best (cases stay machine-independent)."""
     from ...hardware import best_device
     return case.get("device") or best_device()
 
 
 def _mfu_visible() -> list:
-    return [{"dims": [512, 1024, 512], "batch": 256}]
+    return [{"dims": [512, 1024, 1024, 512], "batch": 128, "frozen": 1}]
 
 
 def _mfu_answer(learner, case) -> Any:
-    return learner(device_of(case), list(case["dims"]), case["batch"])
+    return learner(device_of(case), list(case["dims"]), case["batch"], case["frozen"])
 
 
 def _mfu_reference(case, answer) -> dict:
-    """The course harness timing the same training step (bias-free Linear + ReLU layers, SGD)."""
+    """The course harness timing the same training step (bias-free Linear + ReLU layers, the first frozen, SGD)."""
     from ...harness import time_fn
     device = device_of(case)
-    return {"seconds": time_fn(mlp_step(case["dims"], case["batch"], device), device=device, budget_s=1.0).median_s}
+    step = mlp_step(case["dims"], case["batch"], device, case["frozen"])
+    return {"seconds": time_fn(step, device=device, budget_s=1.0).median_s}
 
 
 MEASURED_PEAK_BAND = (0.1, 10.0)  # a CPU's peak is measured, in the kernel and in the grader at other moments (up
@@ -316,51 +366,71 @@ def _mfu_score(case, answer, want) -> list[Part]:
     from ...expectations import expect, side_by_side
     from ...reference import spec_profile
     device = device_of(case)
-    text = msg("m06.mfu_case", device=device, dims=case["dims"], batch=case["batch"])
+    text = msg("m06.mfu_case", device=device, dims=case["dims"], batch=case["batch"], frozen=case["frozen"])
     found = referee.rounds(answer)
-    bad = next((r for r in found if not isinstance(r, dict) or any(k not in r for k in MFU_KEYS)), None)
+    bad = next((r for r in found if not isinstance(r, dict) or any(k not in r for k in STEP_KEYS)), None)
     if not found or bad is not None:
-        missing = "/".join(k for k in MFU_KEYS if not isinstance(bad, dict) or k not in bad)
-        return [Part(False, _fill("m06.missing_key", text, key=missing, keys=", ".join(MFU_KEYS)), 4.0)]
+        missing = "/".join(k for k in STEP_KEYS if not isinstance(bad, dict) or k not in bad)
+        return [Part(False, msg("m06.missing_key", case=text, key=missing, keys=", ".join(STEP_KEYS)), 4.0)]
     result = found[0]
     if not all(_positive(r["seconds_per_step"]) for r in found):
-        return [Part(False, _fill("m06.mfu_formula", text, expected="seconds_per_step > 0",
-                                  found=_show(result["seconds_per_step"])), 4.0)]
-    measured, compared = side_by_side("step", answer, _fill("m06.mfu_what", text), lambda r: r["seconds_per_step"],
-                                      lambda ref: ref["seconds"], lambda r: r["seconds_per_step"], "s",
-                                      weight=1.0, faster_above=False)
+        return [Part(False, msg("m06.mfu_formula", case=text, expected="seconds_per_step > 0",
+                                found=_show(result["seconds_per_step"])), 4.0)]
+    what = msg("m06.mfu_what", case=text)
+    mine, theirs = (lambda r: r["seconds_per_step"]), (lambda ref: ref["seconds"])
+    measured, compared = side_by_side("step", answer, what, mine, theirs, mine, "s", weight=1.0, faster_above=False)
     if not measured:
         return [Part(False, compared[0].message, 4.0)]
-    flops = want["flops_per_step"]
+    ratio = referee.median_ratio(answer, mine, theirs)
+    if ratio is not None and not compared[0].ok:
+        name = "cold_start" if ratio[0] > 1 else "no_sync"
+        compared = [Part(False, compared[0].message + msg(f"m06.mistake.{name}"), compared[0].weight, measured=True,
+                         mistake=name)]
+    flops, short = want["flops_per_step"], "step"
+    name = None if _same(result["flops_per_step"], flops) else _slip(result["flops_per_step"], flops, want["slips"])
+    message = msg("m06.mfu_flops", case=text, expected=_show(flops), found=_show(result["flops_per_step"]))
+    parts = [Part(_same(result["flops_per_step"], flops), message + msg(f"m06.mistake.{name}") if name else message,
+                  mistake=name, label=_label(short, "flops_per_step"))]
     peak = mfu_peak(device)
     exact = spec_profile(device) is not None
     peak_ok = _same(result["peak_tflops"], peak) if exact else (
         _positive(result["peak_tflops"]) and MEASURED_PEAK_BAND[0] * peak <= result["peak_tflops"] <= MEASURED_PEAK_BAND[1] * peak)
-    parts = [Part(_same(result["flops_per_step"], flops),
-                  _fill("m06.mfu_flops", text, expected=_show(flops), found=_show(result["flops_per_step"]))),
-             Part(bool(peak_ok), _fill("m06.mfu_peak", text, expected=_show(peak), found=_show(result["peak_tflops"])))]
+    parts.append(Part(bool(peak_ok), msg("m06.mfu_peak", case=text, expected=_show(peak), found=_show(result["peak_tflops"])),
+                      label=_label(short, "peak_tflops")))
     try:
         formula = result["flops_per_step"] / result["seconds_per_step"] / (result["peak_tflops"] * 1e12)
     except (TypeError, ZeroDivisionError):
         formula = None
-    parts.append(Part(formula is not None and _same(result["mfu"], formula),
-                      _fill("m06.mfu_formula", text, expected=_show(formula), found=_show(result["mfu"]))))
-    band = expect("mfu", device=device)
-    parts.append(band.part(result["mfu"], _fill("m06.mfu_what", text)))
+    formula_ok = formula is not None and _same(result["utilization"], formula)
+    message = msg("m06.mfu_formula", case=text, expected=_show(formula), found=_show(result["utilization"]))
+    percent = not formula_ok and formula is not None and _same(result["utilization"], 100 * formula)
+    parts.append(Part(formula_ok, message + msg("m06.mistake.percent") if percent else message,
+                      mistake="percent" if percent else None, label=_label(short, "utilization")))
+    if exact:  # a dense spec peak: no step can use more than all of it
+        parts.append(expect("mfu", device=device).part(result["utilization"], what))
     return parts + compared
 
 
 # ---------------------------------------------------------------- the tasks
 TASKS = {
-    "cost": Task(title=msg("m06.title_cost"), answer=_cost_answer, score=_cost_score, visible=_cost_visible),
+    "cost": Task(title=msg("m06.title_cost"), answer=_cost_answer, score=_cost_score, visible=_cost_visible,
+                 kind="recall", level="warm-up", mistakes=("two_nd", "cost_per_gpu", "mfu_percent")),
     "claim": Task(title=msg("m06.title_claim"), answer=lambda learner, case: learner(dict(case)), score=_claim_score,
-                  visible=_claim_visible),
-    "cheapest": Task(title=msg("m06.title_cheapest"), answer=_cheapest_answer, score=_cheapest_score,
-                     visible=_cheapest_visible),
-    "serve": Task(title=msg("m06.title_serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible),
-    "smi_log": Task(title=msg("m06.title_smi"), answer=_smi_answer, score=_smi_score, visible=_smi_visible),
+                  visible=_claim_visible, kind="transfer", level="core",
+                  mistakes=("two_nd", "days_as_hours", "gpu_hours_as_wall", "percent")),
+    "serve": Task(title=msg("m06.title_serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
+                  kind="recall", level="core", mistakes=("gb_for_gib", "keys_only", "round_gpus", "one_gpu_bandwidth")),
+    "deploy": Task(title=msg("m06.title_deploy"), answer=_deploy_answer, score=_deploy_score, visible=_deploy_visible,
+                   kind="transfer", level="stretch",
+                   mistakes=("hourly_price", "gb_for_gib", "no_latency", "batch_one", "round_replicas")),
+    "smi_log": Task(title=msg("m06.title_smi"), answer=_smi_answer, score=_smi_score, visible=_smi_visible,
+                    kind="transfer", level="core",
+                    mistakes=("idle_as_throttle", "utilization_trusted", "stall_missed", "fixed_columns", "na_as_zero")),
     "inventory": Task(title=msg("m06.title_inventory"), answer=_inventory_answer, score=_inventory_score,
-                      visible=_inventory_visible),
+                      visible=_inventory_visible, kind="recall", level="core",
+                      mistakes=("no_shutdown_on_error", "no_fallback", "gb_for_gib", "shutdown_without_init")),
     "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score, visible=_mfu_visible,
-                measurement=True, reference=_mfu_reference, rounds=5),
+                measurement=True, reference=_mfu_reference, rounds=5, kind="transfer", level="stretch",
+                mistakes=("all_trainable", "forward_only", "first_input_grad", "no_input_grads", "percent",
+                          "cold_start", "no_sync")),
 }

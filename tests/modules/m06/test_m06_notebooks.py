@@ -7,7 +7,8 @@ ROOT = Path(__file__).resolve().parents[3]
 SOURCE = ROOT / "solutions" / "06_choosing_hardware" / "exercise.ipynb"
 STUDENT = ROOT / "exercises" / "06_choosing_hardware" / "exercise.ipynb"
 LESSONS = [ROOT / "lessons" / "06_choosing_hardware" / f"lesson.{lang}.ipynb" for lang in ("ko", "en")]
-TASKS = {"cost", "claim", "cheapest", "serve", "smi_log", "inventory", "mfu"}
+TASKS = {"cost", "claim", "serve", "deploy", "smi_log", "inventory", "mfu"}
+DATA = ROOT / "autograder" / "modules" / "m06_choosing_hardware" / "data"
 
 
 def cells(path):
@@ -18,12 +19,39 @@ def text(cell):
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def test_sample_log_ships_with_the_exercise():
-    data = (ROOT / "autograder" / "modules" / "m06_choosing_hardware" / "data" / "nvidia_smi_log.csv").read_bytes()
-    assert (SOURCE.parent / "nvidia_smi_log.csv").read_bytes() == data
-    assert (STUDENT.parent / "nvidia_smi_log.csv").read_bytes() == data
-    assert data.decode().splitlines()[0] == ("timestamp, utilization.gpu [%], memory.used [MiB], temperature.gpu, "
-                                             "power.draw [W], clocks.sm [MHz], clocks_throttle_reasons.active")
+def test_visible_logs_ship_with_the_exercise():
+    logs = sorted(p.name for p in DATA.glob("gpu_log_*.csv"))
+    assert logs == [f"gpu_log_{c}.csv" for c in "abcde"]
+    for name in logs:
+        data = (DATA / name).read_bytes()
+        assert (SOURCE.parent / name).read_bytes() == data
+        assert (STUDENT.parent / name).read_bytes() == data
+    assert sorted(p.name for p in SOURCE.parent.glob("*.csv")) == logs
+
+
+TITLES = {"ko": "하드웨어 고르기: 비용, 규모, 모니터링, 그리고 내 컴퓨터의 성적표",
+          "en": "Choosing hardware: cost, scale, monitoring, and your machine's report card"}
+
+
+def test_the_lesson_heading_is_number_dot_title():
+    for lesson, lang in zip(LESSONS, ("ko", "en")):
+        assert text(cells(lesson)[0]).splitlines()[0] == f"# 06 · {TITLES[lang]}"
+    for lang in ("ko", "en"):
+        assert TITLES[lang] in text(cells(SOURCE)[0])
+
+
+def test_exercise_markdown_is_korean_then_english():
+    for c in cells(SOURCE):
+        if c["cell_type"] == "markdown":
+            ko, _, en = text(c).partition("\n---\n")
+            assert en and re.search(r"[\uac00-\ud7a3]", ko) and not re.search(r"[\uac00-\ud7a3]", en)
+
+
+def test_the_submit_command_is_the_readmes():
+    intro = text(cells(SOURCE)[0])
+    assert "python3 -m autograder submit 06_choosing_hardware --student 학번" in intro
+    assert "python3 -m autograder submit 06_choosing_hardware --student YOUR_ID" in intro
+    assert "nbgrader submit" not in intro and "🟡" in intro
 
 
 def test_exercise_tasks_points_and_hidden_tests():
@@ -41,7 +69,8 @@ def test_exercise_tasks_points_and_hidden_tests():
 def test_student_version_has_no_solutions_or_hidden_tests():
     source = "\n".join(text(c) for c in cells(STUDENT))
     assert "### BEGIN SOLUTION" not in source and "hidden=True" not in source
-    assert source.count("raise NotImplementedError()") == len(TASKS)
+    code = "\n".join(text(c) for c in cells(STUDENT) if c["cell_type"] == "code")
+    assert code.count("raise NotImplementedError()") == len(TASKS)
 
 
 def test_exercise_links_point_to_lesson_anchors():

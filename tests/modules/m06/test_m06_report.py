@@ -69,7 +69,7 @@ def test_figure_and_html(machine, tmp_path):
 
 def test_rows_follow_the_language(machine):
     card = m06_report.gather("cpu", allreduce=False)
-    assert m06_report.rows(card, "ko")[0]["what"].startswith("행렬곱")
+    assert m06_report.rows(card, "ko")[0]["what"].startswith("행렬 곱")
     assert m06_report.rows(card, "en")[0]["what"].startswith("matmul")
 
 

@@ -1,4 +1,5 @@
-"""Module 06 tasks: the reference gets full marks, stubs fail, wrong and hard-coded answers lose points."""
+"""Module 06 tasks: the reference gets full marks, stubs fail, wrong and hard-coded answers lose points, and the
+visible checks name each known mistake (``pytest -k mistakes`` runs the catalogue; these are the module's own)."""
 import copy
 
 import pytest
@@ -8,7 +9,6 @@ import course_answers.m06_choosing_hardware as A
 from autograder.checks import CheckFailed, check, referee, task
 from autograder.modules.m06_choosing_hardware import tasks as checks
 from autograder.checks.core import cases_for, collect, fraction, score_records
-from autograder.harness import time_fn
 from autograder.profiles import Profile
 
 
@@ -24,13 +24,20 @@ def stub(*args, **kwargs):
     raise NotImplementedError()
 
 
-REFERENCE = {"cost": A.training_cost, "claim": A.check_claim, "cheapest": A.cheapest_offer, "serve": A.gpus_to_serve,
-             "smi_log": A.summarize_smi_log, "inventory": A.gpu_inventory}
+REFERENCE = {"cost": A.training_cost, "claim": A.implied_mfu, "serve": A.gpus_to_serve,
+             "deploy": A.cheapest_deployment, "smi_log": A.summarize_smi_log, "inventory": A.gpu_inventory}
 
 
 @pytest.mark.parametrize("task", sorted(REFERENCE))
 def test_reference_gets_full_marks_with_hidden_cases(task):
     assert check(f"m06.{task}", REFERENCE[task], points=3, hidden=True) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reference_gets_full_marks_on_other_draws(seed, monkeypatch):
+    monkeypatch.setenv("COURSE_GRADING_SEED", str(seed))
+    for name, fn in REFERENCE.items():
+        assert check(f"m06.{name}", fn, points=3, hidden=True) is None, name
 
 
 @pytest.mark.parametrize("task", sorted(REFERENCE) + ["mfu"])
@@ -39,79 +46,83 @@ def test_stub_gets_nothing(task):
         check(f"m06.{task}", stub, points=3, hidden=True)
 
 
-def test_cost_forgetting_the_factor_six_is_wrong():
-    def two_nd(*args):
-        r = A.training_cost(*args)
-        return {k: v / 3 for k, v in r.items()}
-    with pytest.raises(CheckFailed):
-        check("m06.cost", two_nd, points=3)
+def test_the_exercise_climbs_and_is_mostly_transfer():
+    tasks = checks.TASKS
+    assert tasks["cost"].level == "warm-up" and {"deploy", "mfu"} <= {n for n, t in tasks.items() if t.level == "stretch"}
+    assert 2 * sum(t.kind == "transfer" for t in tasks.values()) >= len(tasks)
 
 
-def test_cost_without_input_validation_loses_the_hidden_error_case():
-    def unchecked(params, tokens, gpus, profile_id, mfu, price):
-        from autograder.profiles import get
-        hours = 6 * params * tokens / (gpus * get(profile_id).peak("bf16") * 1e12 * mfu) / 3600
-        return {"flops": 6 * params * tokens, "hours": hours, "gpu_hours": hours * gpus, "cost": hours * gpus * price}
-    assert check("m06.cost", unchecked, points=3) is None            # the visible cases pass
-    earned = check("m06.cost", unchecked, points=3, hidden=True)     # the mfu=40 case does not
-    assert earned is not None and 0 < earned < 3
+def parts_of(task_id, fn, hidden=False):
+    t = task(task_id)
+    return score_records(t, collect(t, fn, cases_for(t, hidden, 1234), task_id))
+
+
+def named(parts):
+    return {p.mistake for p in parts if not p.ok and p.mistake}
 
 
 def test_cost_hard_coded_answer_fails_hidden_cases():
-    visible = [A.training_cost(8e9, 100e9, 8, "a100_sxm_40gb", 0.4, 21.957642 / 8),
-               A.training_cost(70e9, 1.4e12, 1024, "h100_sxm", 0.45, 55.04 / 8)]
+    visible = [A.training_cost(*[c[k] for k in ("params", "tokens", "gpus", "profile", "mfu", "price")])
+               for c in checks._cost_visible()[:2]]
 
     def memorised(params, *args):
-        return visible[0] if params == 8e9 else visible[1]
-    assert check("m06.cost", memorised, points=3) is None
-    earned = check("m06.cost", memorised, points=3, hidden=True)
-    assert earned is not None and earned < 2
+        if args[3] > 1:
+            raise ValueError("mfu")
+        return visible[0] if params == 1.3e9 else visible[1]
+    assert check("m06.cost", memorised, points=2) is None
+    earned = check("m06.cost", memorised, points=2, hidden=True)
+    assert earned is not None and earned < 1.5
 
 
-def test_claim_with_wrong_threshold_gets_partial_credit():
-    def at_least_two(claim):
-        r = A.check_claim(claim)
-        return dict(r, flagged=r["ratio"] >= 1.5 or r["ratio"] <= 1 / 1.5)
-    earned = check("m06.claim", at_least_two, points=2, hidden=True)
-    assert earned is not None and 0 < earned < 2
+def test_a_partial_verdict_lists_the_parts_that_are_right(capsys):
+    def cost_forgets_gpus(*args):
+        return A.MISTAKES["cost"]["cost_per_gpu"](*args)
+    earned = check("m06.cost", cost_forgets_gpus, points=2)
+    out = capsys.readouterr().out
+    assert 0 < earned < 2 and "🟡" in out and "✅ 1.3B×8 h100_sxm → flops" in out and "❌" in out
 
 
-def test_cheapest_returning_the_last_tie_loses_points():
-    def last_wins(offers, job):
-        return A.cheapest_offer(list(reversed(offers)), job)
-    earned = check("m06.cheapest", last_wins, points=3, hidden=True)
-    assert earned is not None and earned < 3
+def test_claim_verdict_rules_are_all_visible():
+    verdicts = {A.implied_mfu(c)["verdict"] for c in checks._claim_visible()}
+    assert verdicts == {"impossible", "optimistic", "plausible"}
+    assert {c["unit"] for c in checks._claim_visible()} == {"days", "usd", "gpu_hours"}
 
 
-def test_serve_forgetting_values_halves_the_kv_cache():
-    def keys_only(model, context, batch, gpu):
-        half = dict(model, kv_bytes=model["kv_bytes"] / 2)
-        return A.gpus_to_serve(half, context, batch, gpu)
-    earned = check("m06.serve", keys_only, points=3, hidden=True)
-    assert earned is not None and earned < 3
+def test_claim_hidden_cases_cover_every_verdict_and_unit():
+    import random
+    for seed in range(5):
+        cases = A.HIDDEN["claim"](random.Random(seed))
+        assert {A.implied_mfu(c)["verdict"] for c in cases} == {"impossible", "optimistic", "plausible"}
+        assert {c["unit"] for c in cases} == {"days", "usd", "gpu_hours"}
 
 
-def test_smi_log_counting_idle_as_throttling_loses_points():
-    def idle_too(path):
-        r = A.summarize_smi_log(path)
-        return dict(r, throttled=r["throttled"] + [{"start": "idle", "end": "idle", "reasons": ["gpu_idle"]}])
-    earned = check("m06.smi_log", idle_too, points=3, hidden=True)
-    assert earned is not None and earned < 3
+def test_deploy_visible_cases_cover_tie_and_no_offer():
+    answers = [A.cheapest_deployment(c["model"], c["context"], c["target"], c["offers"]) for c in checks._deploy_visible()]
+    assert answers[-1] == A.NO_PLAN
+    tie = checks._deploy_visible()[1]
+    twin = [o["id"] for o in tie["offers"] if o["id"].startswith(answers[1]["offer"])]
+    assert len(twin) == 2, "the winner of the second visible case has an identical later copy"
+    last_wins = A.cheapest_deployment(tie["model"], tie["context"], tie["target"], list(reversed(tie["offers"])))
+    assert last_wins["offer"] != answers[1]["offer"]
 
 
-def test_smi_log_with_fixed_column_positions_fails_hidden_layouts():
-    import csv
+def test_deploy_on_the_real_price_table_is_not_the_cheapest_instance():
+    """The trials' mistake: the lowest hourly price is not the lowest cost of the deployment."""
+    case = checks._deploy_visible()[0]
+    right = A.cheapest_deployment(case["model"], case["context"], case["target"], case["offers"])
+    cheapest_hour = A.MISTAKES["deploy"]["hourly_price"](case["model"], case["context"], case["target"], case["offers"])
+    assert right["offer"] != cheapest_hour["offer"] and right["cost_per_hour"] < cheapest_hour["cost_per_hour"]
 
-    def by_position(path):
-        with open(path) as handle:
-            rows = list(csv.reader(handle, skipinitialspace=True))[1:]
-        util = [float(r[1].split()[0]) for r in rows]
-        mem = [float(r[2].split()[0]) for r in rows]
-        return {"samples": len(rows), "mean_utilization": sum(util) / len(util), "peak_memory_mib": max(mem),
-                "throttled": A.summarize_smi_log(path)["throttled"]}
-    assert check("m06.smi_log", by_position, points=3) is None       # the sample has the documented order
-    earned = check("m06.smi_log", by_position, points=3, hidden=True)
-    assert earned is not None and earned < 3
+
+def test_smi_log_visible_logs_show_every_cause():
+    assert [A.summarize_smi_log(checks.DATA / n)["cause"] for n in checks.RUN_LOGS] == \
+        [A.VISIBLE_LOGS[n][1] for n in checks.RUN_LOGS]
+    assert {A.VISIBLE_LOGS[n][1] for n in checks.RUN_LOGS} == set(A.CAUSES)
+
+
+def test_smi_log_with_fixed_column_positions_fails_and_is_named():
+    parts = parts_of("m06.smi_log", A.MISTAKES["smi_log"]["fixed_columns"])
+    assert "fixed_columns" in named(parts) and 0 < fraction(parts) < 1
 
 
 def test_inventory_without_shutdown_or_fallback_loses_points():
@@ -130,8 +141,8 @@ def test_inventory_without_shutdown_or_fallback_loses_points():
     assert earned is not None and earned < 3
 
 
-# ---------------------------------------------------------------- the MFU task (answers as recorded, by hand)
-MFU_CASE = {"device": "cpu", "dims": [512, 1024, 512], "batch": 256}
+# ---------------------------------------------------------------- the step task (answers as recorded, by hand)
+STEP_CASE = {"device": "cpu", "dims": [512, 1024, 1024, 512], "batch": 128, "frozen": 1}
 PEAK = 1.0  # TFLOP/s: this (stand-in) CPU's measured fp32 peak
 
 
@@ -144,95 +155,101 @@ def fixed_peak(monkeypatch):
     return fake
 
 
-def mfu_round(seconds, peak=PEAK, case=MFU_CASE, **overrides):
-    flops = A.step_flops(case["dims"], case["batch"])
+def step_round(seconds, peak=PEAK, case=STEP_CASE, **overrides):
+    flops = A.step_flops(case["dims"], case["batch"], case["frozen"])
     return {"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
-            "mfu": flops / seconds / (peak * 1e12), **overrides}
+            "utilization": flops / seconds / (peak * 1e12), **overrides}
 
 
-def mfu_answer(rounds, ref_seconds, walls=None):
+def step_answer(rounds, ref_seconds, walls=None):
     walls = [1.0] * len(rounds) if walls is None else walls
     return {"rounds": rounds, "observed": {"walls": walls, "reference": [{"seconds": ref_seconds}] * len(rounds)}}
 
 
-STEP_S = A.step_flops(MFU_CASE["dims"], MFU_CASE["batch"]) / (0.1 * PEAK * 1e12)  # MFU 0.1: 16 ms a step
+STEP_S = A.step_flops(STEP_CASE["dims"], STEP_CASE["batch"], STEP_CASE["frozen"]) / (0.1 * PEAK * 1e12)
 
 
-def mfu_score(case, answer):
+def step_score(case, answer):
     return checks._mfu_score(case, answer, A.EXPECT["mfu"](case))
 
 
-def mfu_share(answer, case=MFU_CASE):
-    return fraction(mfu_score(case, answer))
+def step_share(answer, case=STEP_CASE):
+    return fraction(step_score(case, answer))
 
 
-def test_mfu_honest_answer_gets_full_marks(fixed_peak):
-    assert mfu_share(mfu_answer([mfu_round(STEP_S)] * 3, STEP_S)) == 1.0
-    noisy = [mfu_round(STEP_S), mfu_round(5 * STEP_S), mfu_round(1.2 * STEP_S)]  # one round under load
-    assert mfu_share(mfu_answer(noisy, STEP_S)) == 1.0
+def test_step_honest_answer_gets_full_marks(fixed_peak):
+    assert step_share(step_answer([step_round(STEP_S)] * 3, STEP_S)) == 1.0
+    noisy = [step_round(STEP_S), step_round(3 * STEP_S), step_round(1.2 * STEP_S)]  # one round under load
+    assert step_share(step_answer(noisy, STEP_S)) == 1.0
     t = checks.TASKS["mfu"]
     assert t.measurement and t.rounds >= 3 and t.reference is not None
 
 
-def test_mfu_with_a_wrong_formula_gets_partial_credit(fixed_peak):
-    percent = mfu_round(STEP_S)
-    percent["mfu"] *= 100  # a percentage, not a fraction
-    share = mfu_share(mfu_answer([percent] * 3, STEP_S))
-    assert 0 < share < 1
+@pytest.mark.parametrize("how", ["all_trainable", "forward_only", "first_input_grad", "no_input_grads"])
+def test_step_miscounts_are_named_and_keep_partial_credit(fixed_peak, how):
+    count = A._flops_if(STEP_CASE["dims"], STEP_CASE["batch"], STEP_CASE["frozen"], how)
+    wrong = step_round(STEP_S, flops_per_step=count, utilization=count / STEP_S / 1e12)
+    parts = step_score(STEP_CASE, step_answer([wrong] * 3, STEP_S))
+    assert named(parts) == {how} and 0 < fraction(parts) < 1
 
 
-def test_mfu_timed_far_from_the_reference_loses_the_timing_part(fixed_peak):
-    parts = mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S / 20)] * 3, STEP_S))  # no synchronize
-    assert 0 < fraction(parts) < 1 and "Faster than the hardware can be" in parts[-1].message.en
-    parts = mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S * 8)] * 3, STEP_S))  # timed the first call
-    assert 0 < fraction(parts) < 1 and "Slower than expected" in parts[-1].message.en
+def test_step_timed_far_from_the_reference_is_named(fixed_peak):
+    parts = step_score(STEP_CASE, step_answer([step_round(STEP_S / 20)] * 3, STEP_S))
+    assert named(parts) == {"no_sync"} and "Faster than the hardware can be" in parts[-1].message.en
+    parts = step_score(STEP_CASE, step_answer([step_round(STEP_S * 8)] * 3, STEP_S))
+    assert named(parts) == {"cold_start"} and "Slower than expected" in parts[-1].message.en
 
 
-def test_mfu_measured_peak_is_accepted_within_its_band(fixed_peak):
+def test_step_percent_is_named(fixed_peak):
+    r = step_round(STEP_S)
+    parts = step_score(STEP_CASE, step_answer([dict(r, utilization=100 * r["utilization"])] * 3, STEP_S))
+    assert named(parts) == {"percent"}
+
+
+def test_step_measured_peak_is_accepted_within_its_band(fixed_peak):
     lo, hi = checks.MEASURED_PEAK_BAND
-    assert (lo, hi) == (0.1, 10.0)
     for factor, ok in ((lo, True), (hi, True), (1.0, True), (0.05, False), (250.0, False)):  # 250x: an H100's fp32
-        answer = mfu_answer([mfu_round(STEP_S, peak=factor * PEAK)] * 3, STEP_S)
-        assert (mfu_share(answer) == 1.0) is ok, factor
+        answer = step_answer([step_round(STEP_S, peak=factor * PEAK)] * 3, STEP_S)
+        assert (step_share(answer) == 1.0) is ok, factor
 
 
-def test_mfu_spec_peak_must_be_exact(monkeypatch):
+def test_step_spec_peak_must_be_exact_and_utilization_at_most_one(monkeypatch):
     from autograder import profiles
     h100 = profiles.get("h100_sxm")
     monkeypatch.setattr(reference, "spec_profile", lambda device=None: h100)
     monkeypatch.setattr(reference, "profile_for", lambda device=None, refresh=False: h100)
-    case = {**MFU_CASE, "device": "cuda"}
+    case = {**STEP_CASE, "device": "cuda"}
     peak = h100.peak("fp32")
-    step = A.step_flops(case["dims"], case["batch"]) / (0.3 * peak * 1e12)
-    assert mfu_share(mfu_answer([mfu_round(step, peak=peak, case=case)] * 3, step), case) == 1.0
-    near = mfu_answer([mfu_round(step, peak=1.2 * peak, case=case)] * 3, step)
-    assert mfu_share(near, case) < 1.0
+    step = A.step_flops(case["dims"], case["batch"], case["frozen"]) / (0.3 * peak * 1e12)
+    assert step_share(step_answer([step_round(step, peak=peak, case=case)] * 3, step), case) == 1.0
+    near = step_answer([step_round(step, peak=1.2 * peak, case=case)] * 3, step)
+    assert step_share(near, case) < 1.0
 
 
-def test_mfu_must_be_measured_while_the_referee_watches(fixed_peak):
-    constant = mfu_score(MFU_CASE, mfu_answer([mfu_round(STEP_S)] * 3, STEP_S, walls=[1e-4] * 3))
+def test_step_must_be_measured_while_the_referee_watches(fixed_peak):
+    constant = step_score(STEP_CASE, step_answer([step_round(STEP_S)] * 3, STEP_S, walls=[1e-4] * 3))
     assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
-    unseen = mfu_score(MFU_CASE, {"rounds": [mfu_round(STEP_S)] * 3})
+    unseen = step_score(STEP_CASE, {"rounds": [step_round(STEP_S)] * 3})
     assert fraction(unseen) == 0.0 and "while the grader watched" in unseen[0].message.en
 
 
-def test_mfu_rejects_answers_of_the_wrong_form(fixed_peak):
-    missing = {k: v for k, v in mfu_round(STEP_S).items() if k != "peak_tflops"}
-    assert mfu_share(mfu_answer([mfu_round(STEP_S), missing, mfu_round(STEP_S)], STEP_S)) == 0.0
-    assert mfu_share(mfu_answer([mfu_round(STEP_S, seconds_per_step=0.0)] * 3, STEP_S)) == 0.0
-    assert mfu_share(mfu_answer([], STEP_S)) == 0.0
+def test_step_rejects_answers_of_the_wrong_form(fixed_peak):
+    missing = {k: v for k, v in step_round(STEP_S).items() if k != "peak_tflops"}
+    assert step_share(step_answer([step_round(STEP_S), missing, step_round(STEP_S)], STEP_S)) == 0.0
+    assert step_share(step_answer([step_round(STEP_S, seconds_per_step=0.0)] * 3, STEP_S)) == 0.0
+    assert step_share(step_answer([], STEP_S)) == 0.0
 
 
-def test_mfu_reference_times_the_same_step(monkeypatch, fixed_peak):
+def test_step_reference_times_the_same_step(monkeypatch, fixed_peak):
     """A real (small) run with the local referee: every round observed and measured, next to the reference's
     timing of the same step. The two timings are not compared here: the machine's load may shift them."""
     monkeypatch.delenv("COURSE_REFEREE", raising=False)
     t = task("m06.mfu")
-    [record] = collect(t, lambda device, dims, batch: A.step_mfu(device, dims, batch, budget_s=0.2),
+    [record] = collect(t, lambda device, dims, batch, frozen: A.step_utilization(device, dims, batch, frozen, budget_s=0.2),
                        cases_for(t, False, 1234), "m06.mfu")
     answer = record["answer"]
     assert record["error"] is None and len(answer["rounds"]) == t.rounds
-    assert all(set(r) == set(checks.MFU_KEYS) for r in answer["rounds"])
+    assert all(set(r) == set(checks.STEP_KEYS) for r in answer["rounds"])
     assert len(answer["observed"]["walls"]) == t.rounds
     assert all(ref["seconds"] > 0 for ref in answer["observed"]["reference"])
     assert referee.unmeasured(answer, lambda r: r["seconds_per_step"]) is None
