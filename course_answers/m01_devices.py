@@ -1,19 +1,23 @@
-"""Reference answers and hidden cases of module 01 (devices)."""
+"""Reference answers, hidden cases and known mistakes of module 01 (devices)."""
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any, Callable
 
-from autograder import hardware, profiles
-from autograder.fakes.devices import GPU_CATALOGUE, fake_mlx, fake_torch
+from autograder.checks.core import Recorded
+from autograder.fakes.devices import GPU_CATALOGUE, fake_torch, mlx_modules
+from autograder.modules.m01_devices import tasks
 from autograder.modules.m01_devices.lesson import RECIPES
-from autograder.modules.m01_devices.tasks import case_torch, speedup_widths
+from autograder.modules.m01_devices.machines import machine_torch, mlx_install
+from autograder.modules.m01_devices.tasks import BUGS, speedup_widths
+from autograder.modules.m01_devices.virtual import VirtualGPU
 
 TORCH_PRIORITY = ("cuda", "mps", "xpu")
 TORCH_NAMES = TORCH_PRIORITY + ("cpu",)
-MLX_NAMES = ("gpu", "cpu")
 # 16: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + v 4 (ZeRO, Sec. 3.1), the lesson's recipe
 ADAM_MIXED_BYTES_PER_PARAM = sum(RECIPES["adam_mixed"])
+FROZEN_BYTES_PER_PARAM = sum(RECIPES["inference_bf16"])  # a frozen weight: its bf16 copy only
 
 
 def _available(torch_module, name: str) -> bool:
@@ -41,54 +45,44 @@ def pick_device(prefer: str | None = None, torch_module=None) -> str:
     return next((name for name in TORCH_PRIORITY if _available(torch_module, name)), "cpu")
 
 
-def pick_mlx_device(prefer: str | None = None, mx_module=None) -> str | None:
-    """'gpu' if MLX has a usable GPU else 'cpu'; ``prefer`` overrides; None without MLX."""
-    if mx_module is None:
-        return None
-    if prefer is not None and prefer not in MLX_NAMES:
-        raise ValueError(f"unknown MLX device {prefer!r}: use 'gpu' or 'cpu'")
-    gpu = bool(mx_module.is_available(mx_module.gpu))
-    if prefer == "gpu" and not gpu:
-        raise ValueError("MLX has no usable GPU here")
-    return prefer or ("gpu" if gpu else "cpu")
-
-
-def mlx_usable() -> bool:
-    """True if ``mlx.core`` imports and evaluates a tiny computation."""
+def mlx_device() -> str | None:
+    """'gpu' or 'cpu' where MLX really computes here; None where it is absent or broken."""
     try:
         import mlx.core as mx
-        mx.eval(mx.array([1.0]) + 1)
-        return True
+        mx.eval(mx.array([1.0]) + 1)  # lazy: only evaluating runs anything
+        return "gpu" if mx.is_available(mx.gpu) else "cpu"
     except Exception:  # absent, broken install, or no working backend
-        return False
+        return None
 
 
-def inventory(torch_module=None, cpu_row: dict | None = None) -> list[dict]:
-    """One row per device (CPU first, then CUDA/ROCm, MPS, XPU), as ``hardware.HardwareReport.rows()``.
-
-    MLX is left out: on a Mac it is the same GPU as MPS.
-    """
+def training_setup(torch_module=None, ram_bytes: int | None = None) -> dict:
+    """Device type, training dtype and the memory (GiB) the training code can use on the machine ``torch_module`` sees."""
     if torch_module is None:
-        rows = hardware.detect().rows()
+        import torch as torch_module
+    if ram_bytes is None:
+        import psutil
+        ram_bytes = psutil.virtual_memory().total
+    device = pick_device(torch_module=torch_module)
+    if device == "cuda":
+        props = torch_module.cuda.get_device_properties(0)
+        memory = props.total_memory
+        dtype = ("bfloat16" if torch_module.cuda.is_bf16_supported(including_emulation=False)
+                 else "float16" if props.major >= 7 else "float32")
+    elif device == "mps":
+        memory = torch_module.mps.recommended_max_memory()
+        dtype = "bfloat16" if torch_module.backends.mps.is_macos_or_newer(14, 0) else "float16"
     else:
-        rows = [cpu_row or hardware.detect().rows()[0]] + hardware.detect(
-            torch=torch_module, pynvml=None, mlx=None, cpuinfo=None).rows()[1:]
-    return [r for r in rows if r["kind"] != "mlx"]
+        memory, dtype = ram_bytes, "float32"
+    return {"device": device, "dtype": dtype, "memory_gib": memory / 2**30}
 
 
-def time_call(fn: Callable[[], Any], device: Any, repeats: int = 5) -> float:
-    """Median seconds per call of ``fn`` on ``device``: warm up, synchronize before and after."""
-    sync = synchronizer(device)
-    fn()
-    sync()
-    samples = []
-    for _ in range(repeats):
-        sync()
-        start = time.perf_counter()
-        fn()
-        sync()
-        samples.append(time.perf_counter() - start)
-    return sorted(samples)[len(samples) // 2]
+def finetune_plan(job: dict, devices: dict[str, float]) -> dict:
+    """GB needed to fine-tune (full, or LoRA over frozen bf16 weights) and the smallest device (GiB) it fits on."""
+    trained = job["lora_params"] or job["params"]
+    frozen = job["params"] if job["lora_params"] else 0
+    need = (ADAM_MIXED_BYTES_PER_PARAM * trained + FROZEN_BYTES_PER_PARAM * frozen) / 1e9 + job["activation_gb"]
+    fitting = [(gib, name) for name, gib in devices.items() if gib * 2**30 >= need * 1e9]
+    return {"need_gb": need, "device": min(fitting)[1] if fitting else None}
 
 
 def synchronizer(device: Any) -> Callable[[], None]:
@@ -102,11 +96,20 @@ def synchronizer(device: Any) -> Callable[[], None]:
     return lambda: None
 
 
-def finetune_plan(n_params: float, activation_gb: float, devices: dict[str, float]) -> dict:
-    """GB needed to fine-tune with Adam in mixed precision, and the smallest device that fits."""
-    need = ADAM_MIXED_BYTES_PER_PARAM * n_params / 1e9 + activation_gb
-    fitting = [(memory, name) for name, memory in devices.items() if memory >= need]
-    return {"need_gb": need, "device": min(fitting)[1] if fitting else None}
+def time_call(fn: Callable[[], Any], device: Any, repeats: int = 5, warmup: int = 1,
+              clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median seconds per call of ``fn`` on ``device``: warm up, synchronize before and after each call."""
+    sync = synchronizer(device)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        sync()
+        start = clock()
+        fn()
+        sync()
+        samples.append(clock() - start)
+    return statistics.median(samples)
 
 
 def compare_devices(make_step: Callable[..., Callable[[], Any]], width: int = 512) -> dict:
@@ -114,6 +117,29 @@ def compare_devices(make_step: Callable[..., Callable[[], Any]], width: int = 51
     accel = pick_device()
     return {"cpu_s": time_call(make_step("cpu", width), "cpu"),
             "accel_s": time_call(make_step(accel, width), accel), "accel_device": accel}
+
+
+def diagnose(timer: Callable) -> set[str]:
+    """The methodology bugs of ``timer``, each found by an experiment on a virtual GPU with one effect switched on."""
+    work = 0.01
+
+    def run(repeats=1, warmup=0, **effect):
+        gpu = VirtualGPU(work_s=work, **effect)
+        return timer(gpu.launch, gpu, repeats=repeats, warmup=warmup, clock=gpu.clock)
+
+    one = run()
+    bugs = set()
+    if one < work / 2:
+        bugs.add("no_wait")                                     # the launch, not the work
+    elif run(queued=20) > one + 10 * work:
+        bugs.add("earlier_work")                                # someone else's 20 kernels counted
+    if run(warmup=1, slow_first=1, first_s=100 * work) > one + 50 * work:
+        bugs.add("no_warmup")                                   # the slow first call counted
+    if run(repeats=4) > 3 * one:
+        bugs.add("total")
+    elif run(repeats=5, hiccup_at=(3,), hiccup_s=100 * work) > one + 10 * work:
+        bugs.add("mean")                                        # one hiccup moved the result
+    return bugs
 
 
 # ---------------------------------------------------------------- expected answers of a case (cases marked
@@ -127,22 +153,21 @@ def _picker(case) -> str | None:
         return None
 
 
-def _mlx_picker(case) -> str | None:
-    if case.get("real"):
+def _mlx(case) -> str | None:
+    install = case["install"]
+    if install == "real":
         return None
-    if case.get("mlx") == "absent":
-        return "None"
-    try:
-        return str(pick_mlx_device(case["prefer"], fake_mlx(case["gpu"], case["backend"])))
-    except ValueError:
-        return "ValueError"
+    with mlx_modules(mlx_install(install)):
+        return mlx_device()
 
 
 EXPECT = {
     "picker": _picker,
-    "mlx_picker": _mlx_picker,
-    "inventory": lambda case: None if case.get("real") else inventory(case_torch(case)),
-    "memory": lambda case: finetune_plan(case["n_params"], case["activation_gb"], case["devices"]),
+    "mlx": _mlx,
+    "setup": lambda case: training_setup(machine_torch(case), case["ram_bytes"]),
+    "memory": lambda case: finetune_plan(case["job"], case["devices"]),
+    "timer": lambda case: tasks._timer_answer(time_call, case)["seconds"],
+    "audit": lambda case: [sorted(s["bugs"]) for s in case["suspects"]],
 }
 
 
@@ -152,71 +177,295 @@ def _picker_hidden(rng) -> list:
              for c in (False, True) for m in (False, True) for x in (False, True)]
     cases += [{"cuda": c, "mps": m, "xpu": None, "prefer": None} for c, m in ((False, False), (False, True))]
     for _ in range(6):
-        flags = {"cuda": rng.random() < 0.5, "mps": rng.random() < 0.5, "xpu": rng.random() < 0.5}
+        flags = {"cuda": rng.random() < 0.5, "mps": rng.random() < 0.5, "xpu": rng.choice([True, False, None])}
         on = [n for n in ("cuda", "mps", "xpu", "cpu") if n == "cpu" or flags[n]]
         off = [n for n in ("cuda", "mps", "xpu") if not flags[n]]
         cases.append({**flags, "prefer": rng.choice(on)})
         if off:
             cases.append({**flags, "prefer": rng.choice(off)})
-    cases.append({"cuda": True, "mps": False, "xpu": False, "prefer": rng.choice(["tpu", "gpu", "CUDA0"])})
+    cases.append({"cuda": True, "mps": False, "xpu": False, "prefer": rng.choice(["tpu", "gpu", "CUDA", "rocm"])})
     rng.shuffle(cases)
     return cases
 
 
-def _mlx_picker_hidden(rng) -> list:
-    cases = []
-    for gpu in (True, False):
-        for backend in ("metal", "cuda"):
-            cases.append({"gpu": gpu, "backend": backend, "prefer": None})
-            cases.append({"gpu": gpu, "backend": backend, "prefer": "cpu"})
-    cases.append({"gpu": True, "backend": rng.choice(["metal", "cuda"]), "prefer": "gpu"})
-    cases.append({"gpu": False, "backend": rng.choice(["metal", "cuda"]), "prefer": "gpu"})
-    cases.append({"gpu": rng.random() < 0.5, "backend": "metal", "prefer": rng.choice(["tpu", "mps", "GPU:1"])})
-    cases.append({"mlx": "absent"})
-    rng.shuffle(cases)
-    return cases
+def _mlx_hidden(rng) -> list:
+    installs = ["absent", "broken", "eval_fails", "metal", "cuda", "cpu"]
+    rng.shuffle(installs)
+    return [{"install": i} for i in installs]
 
 
-def _random_gpu(rng) -> dict:
-    name, gib, (major, minor), sms = rng.choice(GPU_CATALOGUE)
-    return {"name": name, "total_memory": int(gib * 2**30 * rng.uniform(0.97, 0.995)),
-            "major": major, "minor": minor, "sms": sms}
+OLD_NVIDIA = (("Tesla P100-PCIE-16GB", 16, (6, 0), 56), ("NVIDIA GeForce GTX 1080", 8, (6, 1), 20),
+              ("Tesla K80", 12, (3, 7), 13))
+AMD = (("AMD Instinct MI250X", 64, "gfx90a:sramecc+:xnack-", 110), ("AMD Instinct MI325X", 256, "gfx942", 304),
+       ("AMD Radeon PRO W7900", 48, "gfx1100", 96))
+MACS = ("Apple M1 Pro", "Apple M2 Max", "Apple M3", "Apple M4 Max", "Apple M3 Ultra")
 
 
-def _inventory_hidden(rng) -> list:
-    cases = [{"gpus": [_random_gpu(rng) for _ in range(rng.randint(1, 4))], "hip": None, "xpus": []}
-             for _ in range(3)]
-    cases.append({"gpus": [], "hip": None, "xpus": []})
-    cases.append({"gpus": [{"name": "AMD Instinct MI300X", "total_memory": int(192 * 2**30 * 0.99), "major": 9,
-                            "minor": 4, "sms": 304, "arch": "gfx942:sramecc+:xnack-", "bf16": True}] * 2,
-                  "hip": "6.4.43482", "xpus": []})
-    cases.append({"gpus": [], "hip": None,
-                  "xpus": [{"name": "Intel(R) Data Center GPU Max 1100", "total_memory": int(48 * 2**30)}]})
-    rng.shuffle(cases)
-    return cases
+def _random_setup(rng, kind: str) -> dict:
+    ram = rng.choice([8, 16, 24, 32, 64, 128, 192, 512]) * 2**30
+    if kind == "nvidia":
+        name, gib, (major, minor), sms = rng.choice(GPU_CATALOGUE + OLD_NVIDIA)
+        gpu = {"name": name, "total_memory": int(gib * 2**30 * rng.uniform(0.97, 0.995)), "major": major,
+               "minor": minor, "sms": sms}
+        return {"gpus": [gpu] * rng.randint(1, 8), "ram_bytes": ram}
+    if kind == "amd":
+        name, gib, arch, cus = rng.choice(AMD)
+        gpu = {"name": name, "total_memory": int(gib * 2**30 * rng.uniform(0.97, 0.995)), "major": 9, "minor": 4,
+               "sms": cus, "arch": arch}
+        return {"gpus": [gpu] * rng.randint(1, 8), "hip": rng.choice(["6.2.41133", "6.4.43482", "7.0.51831"]),
+                "ram_bytes": ram}
+    if kind == "mac":
+        gib = rng.choice([16, 32, 36, 48, 64, 96, 128])
+        return {"mac": {"chip": rng.choice(MACS), "macos": rng.choice([[12, 7], [13, 6], [14, 6], [15, 3], [26, 1]]),
+                        "recommended_gib": round(gib * rng.uniform(0.62, 0.78), 2)}, "ram_bytes": gib * 2**30}
+    return {"ram_bytes": ram}
+
+
+def _setup_hidden(rng) -> list:
+    kinds = ["nvidia", "nvidia", "nvidia", "nvidia", "amd", "amd", "mac", "mac", "mac", "cpu"]
+    return [_random_setup(rng, k) for k in kinds]
 
 
 def _memory_hidden(rng) -> list:
+    from autograder import profiles
+
     pool = [p for p in profiles.all_of() if p.memory_gib]
     cases = []
     for _ in range(5):
         chosen = rng.sample(pool, rng.randint(2, 6))
-        cases.append({"n_params": float(rng.randint(1, 400) * 1e8), "activation_gb": round(rng.uniform(0, 12), 2),
-                      "devices": {p.id: p.memory_bytes / 1e9 for p in chosen}})
-    cases.append({"n_params": float(rng.randint(2, 9) * 1e9), "activation_gb": 0.0,
-                  "devices": {f"gpu_{i}": float(rng.randint(4, 48) * 4) for i in range(rng.randint(2, 5))}})
-    cases.append({"n_params": 2e9, "activation_gb": 0.5, "devices": {"tiny_a": 8.0, "tiny_b": 16.0}})
+        lora = rng.choice([0, 0, rng.randint(1, 50) * 1e7])
+        cases.append({"job": {"params": float(rng.randint(1, 400) * 1e8), "lora_params": lora,
+                              "activation_gb": round(rng.uniform(0, 12), 2)},
+                      "devices": {p.id: p.memory_gib for p in chosen}})
+    # the GiB trap: the job needs more GB than the device's GiB figure, and fits
+    gib = rng.choice([24, 32, 40, 48, 80, 96, 141])
+    params = (gib * 1.05 * 2**30 / 1e9 - 2.0) * 1e9 / 16
+    cases.append({"job": {"params": params, "lora_params": 0, "activation_gb": 2.0},
+                  "devices": {"big": float(gib * 2), "exact": float(gib), "small": float(gib / 2)}})
+    cases.append({"job": {"params": 2e9, "lora_params": 0, "activation_gb": 0.5}, "devices": {"a": 8.0, "b": 16.0}})
+    rng.shuffle(cases)
     return cases
+
+
+def _timer_hidden(rng) -> list:
+    work = round(rng.uniform(0.005, 0.05), 4)
+    return [
+        {"probe": "plain", "device": "virtual", "gpu": {"work_s": work, "launch_s": 2e-4}, "repeats": rng.randint(3, 9),
+         "warmup": rng.randint(1, 3)},
+        {"probe": "queued", "device": "virtual", "gpu": {"work_s": work, "queued": rng.randint(3, 30)},
+         "repeats": 1, "warmup": rng.randint(0, 2)},
+        {"probe": "slow_first", "device": "virtual", "gpu": {"work_s": work, "slow_first": 3, "first_s": 0.5},
+         "repeats": rng.choice([1, 2]), "warmup": 3},
+        {"probe": "hiccup", "device": "virtual",
+         "gpu": {"work_s": work, "hiccup_at": [rng.randint(3, 5)], "hiccup_s": 0.3}, "repeats": 7, "warmup": 2},
+        {"probe": "string", "device": rng.choice(["cuda", "cuda:0", "mps"]), "gpu": {"work_s": work},
+         "repeats": 3, "warmup": 1, "object": rng.random() < 0.5},
+        {"probe": "cpu", "device": "cpu", "cpu_s": work, "repeats": rng.randint(2, 6), "warmup": rng.randint(0, 2)},
+    ]
+
+
+VALID_BUGS = [sorted(b for b in (wait, warm, reduce) if b)
+              for wait in (None, "no_wait", "earlier_work") for warm in (None, "no_warmup")
+              for reduce in (None, "mean", "total")]
+
+
+def _audit_hidden(rng) -> list:
+    return [{"suspects": [{"name": name, "bugs": rng.choice(VALID_BUGS), "style": rng.choice(["loop", "compact"])}
+                          for name in "GHIJKLMN"]}]
 
 
 HIDDEN = {
     "picker": _picker_hidden,
-    "mlx_picker": _mlx_picker_hidden,
-    "mlx_usable": lambda rng: [{"mode": "broken", "error": rng.choice(["RuntimeError", "OSError"])}, {"mode": "absent"}],
-    "inventory": _inventory_hidden,
-    "timer": lambda rng: [{"work_s": round(rng.uniform(0.01, 0.04), 4), "pending": rng.choice([0, 12]),
-                           "cpu_s": round(rng.uniform(0.005, 0.02), 4)} for _ in range(3)]
-    + [{"work_s": 0.02, "pending": 10, "cpu_s": 0.01}],
-    "speedup": lambda rng: [{"width": rng.choice(speedup_widths())}],
+    "mlx": _mlx_hidden,
+    "setup": _setup_hidden,
     "memory": _memory_hidden,
+    "timer": _timer_hidden,
+    "speedup": lambda rng: [{"width": rng.choice(speedup_widths())}],
+    "audit": _audit_hidden,
+}
+
+
+# ---------------------------------------------------------------- known mistakes (pytest -k mistakes)
+def _picker_mps_first(prefer=None, torch_module=None):
+    if prefer is not None:
+        return pick_device(prefer, torch_module)
+    return next((n for n in ("mps", "cuda", "xpu") if _available(torch_module, n)), "cpu")
+
+
+def _picker_unchecked(prefer=None, torch_module=None):
+    return prefer if prefer in TORCH_NAMES else pick_device(prefer, torch_module)
+
+
+def _picker_falls_back(prefer=None, torch_module=None):
+    if prefer in TORCH_NAMES and not _available(torch_module, prefer):
+        return pick_device(None, torch_module)
+    return pick_device(prefer, torch_module)
+
+
+def _picker_alias(prefer=None, torch_module=None):
+    return pick_device({"gpu": "cuda"}.get(prefer, prefer), torch_module)
+
+
+def _picker_no_getattr(prefer=None, torch_module=None):
+    torch_module.xpu.is_available()  # AttributeError on a torch without torch.xpu
+    return pick_device(prefer, torch_module)
+
+
+def _mlx_import_only():
+    try:
+        import mlx.core as mx
+        return "gpu" if mx.is_available(mx.gpu) else "cpu"
+    except ImportError:
+        return None
+
+
+def _mlx_import_error_only():
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return None
+    mx.eval(mx.array([1.0]) + 1)
+    return "gpu" if mx.is_available(mx.gpu) else "cpu"
+
+
+def _mlx_metal_only():
+    if mlx_device() is None:
+        return None
+    import mlx.core as mx
+    return "gpu" if mx.metal.is_available() else "cpu"
+
+
+def _setup_with(**changes) -> Callable:
+    """``training_setup`` with one rule replaced: ``changes`` maps a field to fn(torch_module, ram_bytes, right)."""
+    def wrong(torch_module=None, ram_bytes=None):
+        right = training_setup(torch_module, ram_bytes)
+        return {**right, **{k: fn(torch_module, ram_bytes, right) for k, fn in changes.items()}}
+    return wrong
+
+
+def _bytes(torch_module, ram_bytes) -> int:
+    """The bytes of memory the right answer reads for the machine's device."""
+    device = pick_device(torch_module=torch_module)
+    return (torch_module.cuda.get_device_properties(0).total_memory if device == "cuda"
+            else torch_module.mps.recommended_max_memory() if device == "mps" else ram_bytes)
+
+
+def _memory_with(need=None, choose=None) -> Callable:
+    """``finetune_plan`` with its need (GB) or its choice of device replaced."""
+    def wrong(job, devices):
+        need_gb = need(job) if need else _right_need(job)
+        return {"need_gb": need_gb, "device": (choose or _smallest)(need_gb, devices)}
+    return wrong
+
+
+def _smallest(need_gb, devices):
+    """The smallest device (GiB) that holds ``need_gb`` (GB), the right rule."""
+    fitting = [(gib, name) for name, gib in devices.items() if gib * 2**30 >= need_gb * 1e9]
+    return min(fitting)[1] if fitting else None
+
+
+def _right_need(job) -> float:
+    return finetune_plan(job, {})["need_gb"]
+
+
+def _timer_with(*bugs) -> Callable:
+    """A learner's ``time_call`` that breaks the rules ``bugs`` (the audit's suspects, with a string device handled)."""
+    suspect = tasks.suspect_timer(bugs)
+
+    def wrong(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+        class Waits:  # a string device waits through torch, as the right timer does
+            synchronize = staticmethod(synchronizer(device))
+        return suspect(fn, Waits if not hasattr(device, "synchronize") else device, repeats, warmup, clock)
+    return wrong
+
+
+def _timer_string_blind(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+    return tasks.suspect_timer(())(fn, device, repeats, warmup, clock)  # getattr(device, "synchronize", no-op)
+
+
+def _timer_fixed_clock(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+    return time_call(fn, device, repeats, warmup, time.perf_counter)
+
+
+def _timer_one_warmup(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+    return time_call(fn, device, repeats, 1, clock)
+
+
+def _speedup_recorded(**round_values) -> Recorded:
+    good = {"cpu_s": 0.0042, "accel_s": 0.0041, "accel_device": "cpu", "calls": [6, 6]}
+    rounds = [{**good, **round_values}] * 5
+    return Recorded({"rounds": rounds, "observed": {"walls": [1.0] * 5,
+                                                    "reference": [{"cpu_s": 0.004, "accel_s": 0.004}] * 5}})
+
+
+def _audit_without(step: str) -> Callable:
+    """``diagnose`` with one experiment left out or done so that it cannot see its bug."""
+    def wrong(timer):
+        work = 0.01
+
+        def run(repeats=1, warmup=0, **effect):
+            gpu = VirtualGPU(work_s=work, **effect)
+            return timer(gpu.launch, gpu, repeats=repeats, warmup=warmup, clock=gpu.clock)
+        one = run()
+        bugs = set()
+        if one < work / 2 and step != "no_wait":
+            bugs.add("no_wait")
+        elif step != "earlier_work" and run(queued=20) > one + 10 * work:
+            bugs.add("earlier_work")
+        if step == "confounded":  # queued work and a slow first call at once, judged by a loose threshold
+            if run(warmup=1, slow_first=1, first_s=100 * work, queued=20) > 1.5 * one:
+                bugs.add("no_warmup")
+        elif step != "no_warmup" and run(warmup=1, slow_first=1, first_s=100 * work) > one + 50 * work:
+            bugs.add("no_warmup")
+        if step != "total" and run(repeats=4) > 3 * one:
+            bugs.add("total")
+        else:  # missed_mean: the hiccup falls on the warm-up call, which a right timer never times
+            hiccup = (1,) if step == "mean" else (3,)
+            if run(repeats=5, warmup=int(step == "mean"), hiccup_at=hiccup, hiccup_s=100 * work) > one + 10 * work:
+                bugs.add("mean")
+        return bugs
+    return wrong
+
+
+MISTAKES = {
+    "picker": {"mps_before_cuda": _picker_mps_first, "prefer_unchecked": _picker_unchecked,
+               "prefer_falls_back": _picker_falls_back, "unknown_name": _picker_alias,
+               "no_getattr_xpu": _picker_no_getattr},
+    "mlx": {"mlx_import_only": _mlx_import_only, "mlx_exception_escapes": _mlx_import_error_only,
+            "mlx_metal_only": _mlx_metal_only},
+    "setup": {
+        "rocm_name": _setup_with(device=lambda t, r, right: "rocm" if t.version.hip else right["device"]),
+        "bf16_emulated": _setup_with(dtype=lambda t, r, right: "bfloat16" if right["device"] == "cuda"
+                                     and t.cuda.is_bf16_supported() else right["dtype"]),
+        "fp16_without_tensor_cores": _setup_with(dtype=lambda t, r, right: "float16" if right["dtype"] == "float32"
+                                                 and right["device"] == "cuda" else right["dtype"]),
+        "mps_bf16_old_macos": _setup_with(dtype=lambda t, r, right: "bfloat16" if right["device"] == "mps"
+                                          else right["dtype"]),
+        "gb_not_gib": _setup_with(memory_gib=lambda t, r, right: _bytes(t, r) / 1e9),
+        "ram_for_mps": _setup_with(memory_gib=lambda t, r, right: r / 2**30 if right["device"] == "mps"
+                                   else right["memory_gib"]),
+    },
+    "memory": {
+        "full_as_frozen": _memory_with(need=lambda j: 2 * j["params"] / 1e9 + j["activation_gb"]
+                                       if not j["lora_params"] else _right_need(j)),
+        "frozen_as_trained": _memory_with(need=lambda j: 16 * (j["params"] + j["lora_params"]) / 1e9
+                                          + j["activation_gb"]),
+        "frozen_forgotten": _memory_with(need=lambda j: 16 * (j["lora_params"] or j["params"]) / 1e9
+                                         + j["activation_gb"]),
+        "no_activations": _memory_with(need=lambda j: _right_need(j) - j["activation_gb"]),
+        "need_in_gib": _memory_with(need=lambda j: _right_need(j) * 1e9 / 2**30,
+                                    choose=lambda need, d: _smallest(need * 2**30 / 1e9, d)),
+        "gb_vs_gib": _memory_with(choose=lambda need, d: min(((g, n) for n, g in d.items() if g >= need),
+                                                             default=(0, None))[1]),
+        "first_fit": _memory_with(choose=lambda need, d: next((n for n, g in d.items() if g * 2**30 >= need * 1e9),
+                                                              None)),
+        "largest_fit": _memory_with(choose=lambda need, d: max(((g, n) for n, g in d.items()
+                                                                if g * 2**30 >= need * 1e9), default=(0, None))[1]),
+    },
+    "timer": {"no_wait": _timer_with("no_wait"), "string_device": _timer_string_blind,
+              "earlier_work": _timer_with("earlier_work"), "no_warmup": _timer_one_warmup,
+              "mean": _timer_with("mean"), "total": _timer_with("total"), "ignores_clock": _timer_fixed_clock},
+    "speedup": {"one_call": _speedup_recorded(calls=[1, 1]),
+                "ms_not_s": _speedup_recorded(cpu_s=4.2, accel_s=4.1)},
+    "audit": {**{f"missed_{bug}": _audit_without(bug) for bug in BUGS}, "false_alarm": _audit_without("confounded")},
 }

@@ -114,27 +114,36 @@ def plot_pairs(labels, first: list, second: list, names: tuple, ylabel: str, tit
     ax.bar(x + 0.2, second, 0.4, label=names[1])
     ax.set_xticks(x, list(labels), fontsize=8)
     ax.set_yscale("log")
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 30)  # headroom above the bars for the legend
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend()
+    ax.legend(loc="upper left", ncol=2)
     return fig
 
 
-def plot_memory_bandwidth(table: list[dict]):
-    """Memory size and bandwidth of each device in a profiles table, side by side, coloured by vendor."""
-    import matplotlib.pyplot as plt
+VENDOR_COLORS = {"NVIDIA": "tab:green", "AMD": "tab:red", "Apple": "tab:gray", "Google": "tab:blue",
+                 "AWS": "tab:orange", "Intel": "tab:cyan"}
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+
+def plot_memory_bandwidth(table: list[dict]):
+    """Memory size and bandwidth of each device in a profiles table, side by side, one colour per vendor."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharey=True)
     names = [r["label"] for r in table]
-    colors = ["tab:green" if r["vendor"] == "NVIDIA" else "tab:red" if r["vendor"] == "AMD"
-              else "tab:gray" if r["vendor"] == "Apple" else "tab:blue" for r in table]
+    colors = [VENDOR_COLORS.get(r["vendor"], "tab:purple") for r in table]
     axes[0].barh(names, [r["memory_gib"] for r in table], color=colors)
     axes[0].set_xlabel(_t("메모리 (GiB)", "memory (GiB)"))
     axes[1].barh(names, [r["bandwidth_gbs"] for r in table], color=colors)
     axes[1].set_xlabel(_t("메모리 대역폭 (GB/s)", "memory bandwidth (GB/s)"))
     axes[0].invert_yaxis()
+    vendors = dict.fromkeys(r["vendor"] for r in table)
+    fig.legend(handles=[Patch(color=VENDOR_COLORS.get(v, "tab:purple"), label=v) for v in vendors],
+               loc="lower center", ncol=len(vendors), fontsize=8)
     fig.suptitle(_t("메모리 크기와 대역폭 (사양서; Apple은 최대 구성)", "Memory size and bandwidth (spec sheets; Apple: largest configuration)"))
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 

@@ -1,22 +1,24 @@
-"""Tasks of module 01 (devices): pickers, MLX, inventory, timer, CPU vs accelerator, memory.
+"""Tasks of module 01 (devices): find a device, read a machine, fit a fine-tuning job, time honestly, audit a timer.
 
-Device availability is faked: ``fake_torch`` and ``fake_mlx`` (``autograder/fakes/devices.py``)
-build stand-ins for ``torch`` and ``mlx.core`` from a JSON case, so every combination can be
-graded on a CPU-only machine; their expected answers come from the references. A case marked
-``real`` is this machine, and its expected answer is what the course's own detection says here.
-The timer is graded with :class:`autograder.fakes.FakeAsyncDevice`.
+Devices are faked: torch and MLX of other machines (``machines.py`` over ``autograder/fakes/devices.py``) and a
+GPU on a virtual clock (``virtual.py``), so every task grades the same on any computer, under any load; the
+expected answers come from the references. A case marked ``real`` is this machine, judged by the course's own
+detection. Only the CPU-vs-accelerator task measures real time, side by side with the course's harness.
+Each task names the known mistakes its visible cases catch (``Task.mistakes``, messages ``m01.mistake.*``).
 """
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from typing import Any
 
 from ...checks import referee
 from ...checks.core import Part, Task, close
-from ...fakes.devices import broken_mlx, fake_mlx, fake_torch, mlx_modules
+from ...fakes.devices import fake_torch, mlx_modules
 from ...i18n import Message, msg
+from .machines import machine_torch, mlx_install
+from .virtual import VirtualCPU, VirtualGPU
+
 
 def _say(key: str, **values) -> Message:
     return msg(f"m01.{key}", **values)
@@ -26,16 +28,36 @@ def _fmt(value: Any) -> str:
     return "None" if value is None else str(value)
 
 
-# ---------------------------------------------------------------- 1. torch device picker
+def _wrong(key: str, mistake: str | None = None, label: str | None = None, weight: float = 1.0, **values) -> Part:
+    """A failing part: the catalogued mistake's message when one is recognised, else message ``key``."""
+    message = _say(key, **values)
+    if mistake is not None:
+        message = message + _say(f"mistake.{mistake}", **values)
+    return Part(False, message, weight, mistake=mistake, label=_say(label) if label else None)
+
+
+def _right(where: Message, label: str | None = None) -> Part:
+    """A passing part, named by its case (and part), so that a verdict counts every item it checked."""
+    named = _say(label) if label else None
+    return Part(True, _say("passed", case=where if named is None else where + named), label=named)
+
+
+def _raised(exc: BaseException) -> dict:
+    return {"raised": f"{type(exc).__name__}: {exc}"[:200]}
+
+
+# ---------------------------------------------------------------- 1. torch device picker (warm-up)
 def _picker_visible() -> list:
     return [
         {"cuda": False, "mps": False, "xpu": False, "prefer": None},
-        {"cuda": True, "mps": False, "xpu": False, "prefer": None},
-        {"cuda": False, "mps": True, "xpu": False, "prefer": None},
-        {"cuda": True, "mps": False, "xpu": False, "prefer": "cpu"},
+        {"cuda": True, "mps": True, "xpu": True, "prefer": None},
+        {"cuda": False, "mps": True, "xpu": True, "prefer": None},
+        {"cuda": False, "mps": False, "xpu": None, "prefer": None},
+        {"cuda": True, "mps": False, "xpu": False, "prefer": "mps"},
+        {"cuda": True, "mps": False, "xpu": False, "prefer": "gpu"},
+        {"cuda": False, "mps": True, "xpu": False, "prefer": "cpu"},
         {"real": True},
     ]
-
 
 
 def _picker_answer(learner, case) -> dict:
@@ -45,9 +67,14 @@ def _picker_answer(learner, case) -> dict:
         else:
             fake = fake_torch(cuda=case["cuda"], mps=case["mps"], xpu=case["xpu"])
             result = learner(prefer=case["prefer"], torch_module=fake)
-    except ValueError:
-        return {"raised": "ValueError"}
+    except Exception as exc:  # ValueError is the rule; anything else is a mistake to name
+        return _raised(exc)
     return {"device": None if result is None else str(result).split(":")[0]}
+
+
+def _picker_case(case) -> Message:
+    where = _say("picker_case", cuda=case["cuda"], mps=case["mps"], xpu=case["xpu"], prefer=_fmt(case["prefer"]))
+    return where + _say("picker_no_xpu") if case["xpu"] is None else where
 
 
 def _picker_score(case, answer, expected) -> Part:
@@ -55,15 +82,28 @@ def _picker_score(case, answer, expected) -> Part:
     if case.get("real"):
         from ...hardware import best_device
         expected = best_device()
-    found = answer.get("device") if "device" in answer else "ValueError"
-    where = _say("real_machine") if case.get("real") else _say(
-        "picker_case", cuda=case["cuda"], mps=case["mps"], xpu="—" if case["xpu"] is None else case["xpu"],
-        prefer=_fmt(case["prefer"]))
+    raised = answer.get("raised")
+    found = answer.get("device") if raised is None else raised.split(":")[0]
     want = expected if expected is not None else "ValueError"
-    return Part(found == want, _say("picker_wrong", case=where, expected=want, found=_fmt(found)))
+    where = _say("real_machine") if case.get("real") else _picker_case(case)
+    if found == want:
+        return _right(where)
+    values = dict(case=where, expected=want, found=_fmt(found))
+    if case.get("real"):
+        return _wrong("picker_wrong", **values)
+    prefer = case["prefer"]
+    if raised and case["xpu"] is None and "xpu" in raised:
+        return _wrong("picker_wrong", "no_getattr_xpu", **values)
+    if want == "ValueError" and prefer is not None:
+        if prefer not in ("cuda", "mps", "xpu", "cpu"):
+            return _wrong("picker_wrong", "unknown_name", **values)
+        return _wrong("picker_wrong", "prefer_unchecked" if found == prefer else "prefer_falls_back", **values)
+    if prefer is None and found == "mps" and case["cuda"]:
+        return _wrong("picker_wrong", "mps_before_cuda", **values)
+    return _wrong("picker_wrong", **values)
 
 
-# ---------------------------------------------------------------- 2. MLX device picker
+# ---------------------------------------------------------------- 2. where will MLX run?
 def _mlx_kind(result) -> str | None:
     if result is None:
         return None
@@ -72,221 +112,278 @@ def _mlx_kind(result) -> str | None:
     return "gpu" if "gpu" in name else "cpu" if "cpu" in name else name
 
 
-def _mlx_picker_visible() -> list:
-    return [{"mlx": "absent"}, {"gpu": True, "backend": "metal", "prefer": None},
-            {"gpu": False, "backend": "metal", "prefer": None}, {"real": True}]
-
-
-
-def _real_mx():
+def _mlx_answer(learner, case) -> dict:
     try:
-        import mlx.core as mx
-        return mx
-    except Exception:  # absent or broken: the picker must return None
-        return None
-
-
-def _mlx_picker_answer(learner, case) -> dict:
-    try:
-        if case.get("real"):
+        if case["install"] == "real":
             result = learner()
-        elif case.get("mlx") == "absent":
-            result = learner(prefer=None, mx_module=None)
         else:
-            result = learner(prefer=case["prefer"], mx_module=fake_mlx(case["gpu"], case["backend"]))
-    except ValueError:
-        return {"raised": "ValueError"}
+            with mlx_modules(mlx_install(case["install"])):
+                result = learner()
+    except Exception as exc:  # no exception may escape: name it
+        return _raised(exc)
     return {"device": _mlx_kind(result)}
 
 
 def machine_mlx_device() -> str | None:
-    """What MLX offers on this machine: 'gpu' if its GPU is usable, else 'cpu'; None without a working MLX."""
-    mx = _real_mx()
-    return None if mx is None else ("gpu" if mx.is_available(mx.gpu) else "cpu")
+    """Where MLX runs on this machine, as the course's detection sees it: 'gpu', 'cpu', or None (unusable)."""
+    from ...hardware import detect, mlx_status
+
+    if not mlx_status()[0]:
+        return None
+    return "gpu" if any(r["kind"] == "mlx" for r in detect().rows()) else "cpu"
 
 
-def _mlx_picker_score(case, answer, expected) -> Part:
-    """``expected``: 'gpu', 'cpu', None or "ValueError"; for a real case, what MLX offers here."""
-    want = _fmt(machine_mlx_device()) if case.get("real") else expected
-    found = _fmt(answer["device"]) if "device" in answer else "ValueError"
-    if case.get("real"):
-        where = _say("real_machine")
-    elif case.get("mlx") == "absent":
-        where = _say("mlx_absent_case")
+def _mlx_score(case, answer, expected) -> Part:
+    """``expected``: 'gpu', 'cpu' or None for a faked installation; for the real one, the course's detection."""
+    install = case["install"]
+    want = machine_mlx_device() if install == "real" else expected
+    raised = answer.get("raised")
+    found = raised if raised is not None else answer.get("device")
+    if raised is None and found == want:
+        return _right(_say(f"mlx_install_{install}"))
+    values = dict(case=_say(f"mlx_install_{install}"), expected=_fmt(want), found=_fmt(found))
+    if install in ("eval_fails", "broken"):
+        if raised is not None:
+            return _wrong("mlx_wrong", "mlx_exception_escapes", **values)
+        return _wrong("mlx_wrong", "mlx_import_only", **values)
+    if install == "cuda" and found == "cpu":
+        return _wrong("mlx_wrong", "mlx_metal_only", **values)
+    return _wrong("mlx_wrong", **values)
+
+
+# ---------------------------------------------------------------- 3. what will training code use on that machine?
+def _gpu(name: str, gib: float, major: int, minor: int, sms: int) -> dict:
+    return {"name": name, "total_memory": int(gib * 2**30), "major": major, "minor": minor, "sms": sms}
+
+
+def _setup_visible() -> list:
+    mi300x = _gpu("AMD Instinct MI300X", 191.98, 9, 4, 304) | {"arch": "gfx942:sramecc+:xnack-"}
+    return [
+        {"gpus": [_gpu("Tesla T4", 14.58, 7, 5, 40)], "ram_bytes": 30 * 2**30},
+        {"gpus": [mi300x] * 8, "hip": "6.4.43482", "ram_bytes": 2048 * 2**30},
+        {"mac": {"chip": "Apple M3 Max", "macos": [15, 1], "recommended_gib": 48.0}, "ram_bytes": 64 * 2**30},
+        {"mac": {"chip": "Apple M1", "macos": [13, 6], "recommended_gib": 10.67}, "ram_bytes": 16 * 2**30},
+        {"gpus": [_gpu("NVIDIA GeForce GTX 1080 Ti", 10.91, 6, 1, 28)], "ram_bytes": 32 * 2**30},
+        {"gpus": [_gpu("NVIDIA A100-SXM4-80GB", 79.25, 8, 0, 108)] * 4, "ram_bytes": 1024 * 2**30},
+        {"ram_bytes": int(15.5 * 2**30)},
+    ]
+
+
+def _machine(case) -> Message:
+    """A machine in words, from its data."""
+    ram = f"{case['ram_bytes'] / 2**30:g}"
+    if case.get("gpus"):
+        gpu = case["gpus"][0]
+        key = "machine_amd" if case.get("hip") else "machine_nvidia"
+        return _say(key, n=len(case["gpus"]), name=gpu["name"], cc=f"{gpu['major']}.{gpu['minor']}")
+    if case.get("mac"):
+        mac = case["mac"]
+        return _say("machine_mac", chip=mac["chip"], macos=".".join(map(str, mac["macos"])), ram=ram)
+    return _say("machine_cpu", ram=ram)
+
+
+def _setup_answer(learner, case) -> dict:
+    plan = learner(torch_module=machine_torch(case), ram_bytes=case["ram_bytes"])
+    if not isinstance(plan, dict):
+        return {"not_a_dict": repr(plan)[:80]}
+    memory = plan.get("memory_gib")
+    return {"device": _fmt(plan.get("device")).split(":")[0], "dtype": str(plan.get("dtype")).replace("torch.", ""),
+            "memory_gib": float(memory) if isinstance(memory, (int, float)) and not isinstance(memory, bool)
+            else repr(memory)}
+
+
+def _setup_dtype_mistake(case, found: str) -> str | None:
+    gpus, mac = case.get("gpus"), case.get("mac")
+    if gpus and not case.get("hip") and gpus[0]["major"] < 8 and found == "bfloat16":
+        return "bf16_emulated"
+    if gpus and not case.get("hip") and gpus[0]["major"] < 7 and found == "float16":
+        return "fp16_without_tensor_cores"
+    if mac and tuple(mac["macos"]) < (14, 0) and found == "bfloat16":
+        return "mps_bf16_old_macos"
+    return None
+
+
+def _setup_memory_mistake(case, found) -> str | None:
+    if not isinstance(found, float):
+        return None
+    gpus, mac = case.get("gpus"), case.get("mac")
+    total = gpus[0]["total_memory"] if gpus else mac["recommended_gib"] * 2**30 if mac else case["ram_bytes"]
+    if close(found, total / 1e9, rel=1e-3):
+        return "gb_not_gib"
+    if mac and close(found, case["ram_bytes"] / 2**30, rel=1e-3):
+        return "ram_for_mps"
+    return None
+
+
+def _setup_score(case, answer, want) -> list[Part]:
+    where = _machine(case)
+    if "not_a_dict" in answer:
+        return [Part(False, _say("setup_not_dict", case=where, found=answer["not_a_dict"]), 3)]
+    parts = []
+    found = answer["device"]
+    if found == want["device"]:
+        parts.append(_right(where, "label_device"))
     else:
-        where = _say("mlx_case", gpu=case["gpu"], backend=case["backend"], prefer=_fmt(case["prefer"]))
-    return Part(found == want, _say("mlx_picker_wrong", case=where, expected=want, found=found))
-
-
-# ---------------------------------------------------------------- 3. is MLX usable?
-
-def _usable_answer(learner, case) -> dict:
-    if case["mode"] == "real":
-        result = learner()
+        mistake = "rocm_name" if case.get("hip") and found in ("rocm", "hip") else None
+        parts.append(_wrong("setup_device", mistake, "label_device", case=where, expected=want["device"], found=found))
+    found = answer["dtype"]
+    if found == want["dtype"]:
+        parts.append(_right(where, "label_dtype"))
     else:
-        replacement = {"mlx": None, "mlx.core": None} if case["mode"] == "absent" else broken_mlx(case["error"])
-        with mlx_modules(replacement):
-            result = learner()
-    return {"usable": result if isinstance(result, bool) else repr(result)}
+        parts.append(_wrong("setup_dtype", _setup_dtype_mistake(case, found), "label_dtype", case=where,
+                            expected=want["dtype"], found=found))
+    found = answer["memory_gib"]
+    if close(found, want["memory_gib"], rel=1e-3):
+        parts.append(_right(where, "label_memory"))
+    else:
+        parts.append(_wrong("setup_memory", _setup_memory_mistake(case, found), "label_memory", case=where,
+                            expected=f"{want['memory_gib']:.2f}", found=_fmt(found)))
+    return parts
 
 
-def _usable_score(case, answer, want) -> Part:
-    found = answer["usable"]
-    if not isinstance(found, bool):
-        return Part(False, _say("usable_not_bool", found=found))
-    if case["mode"] == "real":
-        from ...hardware import mlx_status
-        expected, reason = mlx_status()
-        return Part(found == expected, _say("usable_real", expected=expected, found=found, reason=reason.text("en"),
-                                            reason_ko=reason.text("ko")))
-    key = "usable_absent" if case["mode"] == "absent" else "usable_broken"
-    return Part(found is False, _say(key, found=found))
+# ---------------------------------------------------------------- 4. where does a fine-tuning job fit?
+def _memory_visible() -> list:
+    from ... import profiles
+
+    def devices(*ids):
+        return {i: profiles.get(i).memory_gib for i in ids}
+    return [
+        {"job": {"params": 1.5e9, "lora_params": 0, "activation_gb": 0.0}, "devices": devices("t4", "rtx_4090")},
+        {"job": {"params": 5e9, "lora_params": 0, "activation_gb": 4.0},
+         "devices": devices("b200", "h100_sxm", "h200_sxm", "mi300x")},
+        {"job": {"params": 70e9, "lora_params": 2e8, "activation_gb": 10.0},
+         "devices": devices("gb300", "h200_sxm", "mi300x", "b200")},
+        {"job": {"params": 70e9, "lora_params": 0, "activation_gb": 20.0},
+         "devices": devices("h200_sxm", "b300", "mi355x")},
+    ]
 
 
-# ---------------------------------------------------------------- 4. device inventory
-ROW_KEYS = ("device", "name", "kind", "memory_gib", "compute_capability", "bf16")
+def _memory_answer(learner, case) -> dict:
+    plan = learner(dict(case["job"]), dict(case["devices"]))
+    if not isinstance(plan, dict):
+        return {"not_a_dict": repr(plan)[:80]}
+    need = plan.get("need_gb")
+    device = plan.get("device")
+    return {"need_gb": float(need) if isinstance(need, (int, float)) and not isinstance(need, bool) else repr(need),
+            "device": None if device is None else str(device)}
 
 
-
-def _inventory_visible() -> list:
-    return [{"real": True},
-            {"gpus": [{"name": "NVIDIA A100-SXM4-80GB", "total_memory": 85_095_874_560, "major": 8, "minor": 0,
-                       "sms": 108}], "hip": None, "xpus": []}]
-
-
-
-def case_torch(case):
-    return fake_torch(gpus=case["gpus"], hip=case["hip"], xpus=case["xpus"], xpu=True)
-
-
-def _inventory_answer(learner, case) -> list:
-    rows = learner() if case.get("real") else learner(torch_module=case_torch(case))
-    out = []
-    for row in rows:
-        if not isinstance(row, dict):
-            return [{"not_a_dict": repr(row)[:80]}]
-        item = {}
-        for key in ROW_KEYS:
-            value = row.get(key)
-            if key == "memory_gib" and value is not None:
-                value = float(value)
-            elif key == "bf16" and value is not None:
-                value = bool(value)
-            elif value is not None:
-                value = str(value)
-            item[key] = value
-        out.append(item)
-    return out
+def _memory_need_mistake(job: dict, found, right: float) -> str | None:
+    """The known wrong need (GB) that ``found`` is, if any (``right``: the expected need)."""
+    n, lora, act = job["params"], job["lora_params"], job["activation_gb"]
+    known = {"full_as_frozen": 2 * n / 1e9 + act if not lora else None,
+             "frozen_as_trained": 16 * (n + lora) / 1e9 + act if lora else None,
+             "frozen_forgotten": 16 * lora / 1e9 + act if lora else None,
+             "no_activations": right - act if act else None,
+             "need_in_gib": right * 1e9 / 2**30}
+    return next((name for name, value in known.items() if value is not None and close(found, value, rel=1e-6)), None)
 
 
-def _same_name(expected: str, found: str | None, kind: str) -> bool:
-    if not found:
-        return False
-    a, b = " ".join(expected.lower().split()), " ".join(str(found).lower().split())
-    if kind in ("cuda", "rocm", "xpu"):
-        return a == b
-    return a == b or a in b or b in a or kind == "mps"
+def _memory_device_mistake(case, need_gb: float, found) -> str | None:
+    """The known wrong choice ``found`` is, for the right need."""
+    fits = [(name, gib) for name, gib in case["devices"].items() if gib * 2**30 >= need_gb * 1e9]
+    as_gb = [(gib, name) for name, gib in case["devices"].items() if gib >= need_gb]
+    known = {"gb_vs_gib": min(as_gb)[1] if as_gb else None,
+             "first_fit": fits[0][0] if fits else None,
+             "largest_fit": max(fits, key=lambda f: f[1])[0] if fits else None}
+    return next((name for name, value in known.items() if value == found), None)
 
 
-def machine_inventory() -> list[dict]:
-    """This machine's devices as the course's detection lists them (MLX left out: on a Mac it is MPS's GPU)."""
-    from ... import hardware
-
-    return [r for r in hardware.detect().rows() if r["kind"] != "mlx"]
-
-
-def _inventory_score(case, answer, expected) -> list[Part]:
-    expected = machine_inventory() if case.get("real") else expected
-    where = _say("real_machine") if case.get("real") else \
-        _say("inventory_case", n=len(case["gpus"]) + len(case["xpus"]))
-    if any("not_a_dict" in r for r in answer):
-        return [Part(False, _say("inventory_not_dicts", case=where))]
-    found = {r.get("device"): r for r in answer}
-    want_ids = [r["device"] for r in expected]
-    parts = [Part(sorted(map(_fmt, found)) == sorted(want_ids) and len(answer) == len(expected),
-                  _say("inventory_devices", case=where, expected=", ".join(want_ids),
-                       found=", ".join(_fmt(r.get("device")) for r in answer)))]
-    checks = {"name": [], "kind": [], "memory_gib": [], "compute_capability": [], "bf16": []}
-    for want in expected:
-        got = found.get(want["device"], {})
-        kind = want["kind"]
-        checks["name"].append((_same_name(want["name"], got.get("name"), kind), want, got))
-        checks["kind"].append((got.get("kind") == kind, want, got))
-        memory = got.get("memory_gib")
-        ok = memory is not None and want["memory_gib"] is not None and math.isclose(
-            memory, want["memory_gib"], rel_tol=0.02, abs_tol=0.15)
-        checks["memory_gib"].append((ok, want, got))
-        # NVIDIA: "major.minor"; other accelerators: None (the architecture name is accepted too)
-        accepted = {want["compute_capability"]} if kind == "cuda" else {None, want["compute_capability"]}
-        checks["compute_capability"].append((got.get("compute_capability") in accepted, want, got))
-        checks["bf16"].append((want["bf16"] is None or got.get("bf16") == want["bf16"], want, got))
-    for field, results in checks.items():
-        bad = [(w, g) for ok, w, g in results if not ok]
-        if not bad:
-            parts.append(Part(True, _say("ok")))
-            continue
-        w, g = bad[0]
-        key = "inventory_gb_not_gib" if field == "memory_gib" and g.get("memory_gib") and w["memory_gib"] and \
-            math.isclose(g["memory_gib"] / w["memory_gib"], 2**30 / 1e9, rel_tol=0.01) else "inventory_field"
-        want_value = w[field] if field != "compute_capability" or w["kind"] == "cuda" else None
-        parts.append(Part(False, _say(key, field=field, case=where, device=w["device"], expected=_fmt(want_value),
-                                      found=_fmt(g.get(field)))))
+def _memory_score(case, answer, want) -> list[Part]:
+    if "not_a_dict" in answer:
+        return [Part(False, _say("memory_not_dict", found=answer["not_a_dict"]), weight=2)]
+    job = case["job"]
+    where = _say("memory_case_lora" if job["lora_params"] else "memory_case", n=job["params"] / 1e9,
+                 lora=job["lora_params"] / 1e6, act=job["activation_gb"])
+    need = answer["need_gb"]
+    if close(need, want["need_gb"], rel=1e-6, abs_tol=1e-9):
+        parts = [_right(where, "label_need")]
+    else:
+        parts = [_wrong("memory_need", _memory_need_mistake(job, need, want["need_gb"]), "label_need", case=where,
+                        expected=f"{want['need_gb']:.3f}", found=_fmt(need))]
+    best, found = want["device"], answer["device"]
+    same = {n for n, m in case["devices"].items() if best is not None and m == case["devices"][best]}
+    if found in same or (best is None and found is None):
+        parts.append(_right(where, "label_device"))
+    else:
+        mistake = _memory_device_mistake(case, want["need_gb"], found) if parts[0].ok else None
+        parts.append(_wrong("memory_device", mistake, "label_device", case=where, expected=_fmt(best),
+                            found=_fmt(found)))
     return parts
 
 
 # ---------------------------------------------------------------- 5. a timer for asynchronous devices
 def _timer_visible() -> list:
-    return [{"work_s": 0.03, "pending": 0, "cpu_s": 0.01}, {"work_s": 0.02, "pending": 0, "cpu_s": 0.02}]
-
-
-
-def _seconds(reported) -> float | str:
-    value = getattr(reported, "median_s", reported)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"not a number: {type(reported).__name__}"
-    return float(value)
+    return [
+        {"probe": "plain", "device": "virtual", "gpu": {"work_s": 0.02}, "repeats": 5, "warmup": 1},
+        {"probe": "queued", "device": "virtual", "gpu": {"work_s": 0.01, "queued": 8}, "repeats": 1, "warmup": 0},
+        {"probe": "slow_first", "device": "virtual", "gpu": {"work_s": 0.01, "slow_first": 2, "first_s": 0.2},
+         "repeats": 1, "warmup": 2},
+        {"probe": "hiccup", "device": "virtual", "gpu": {"work_s": 0.01, "hiccup_at": [4], "hiccup_s": 0.1},
+         "repeats": 5, "warmup": 1},
+        {"probe": "string", "device": "cuda:1", "gpu": {"work_s": 0.015}, "repeats": 3, "warmup": 1},
+        {"probe": "string", "device": "mps", "object": True, "gpu": {"work_s": 0.005}, "repeats": 3, "warmup": 1},
+        {"probe": "cpu", "device": "cpu", "cpu_s": 0.012, "repeats": 3, "warmup": 1},
+    ]
 
 
 def _timer_answer(learner, case) -> dict:
-    from ...fakes import FakeAsyncDevice, audit_timer
+    """Time the case's work with the learner's timer on a virtual clock (a string device reaches it through torch)."""
+    import torch
 
-    device = FakeAsyncDevice(work_s=case["work_s"], name="fake-gpu")
-    if case["pending"]:
-        for _ in range(case["pending"]):  # work queued earlier must not be counted
-            device.launch()
+    args = dict(repeats=case["repeats"], warmup=case["warmup"])
+    if case["device"] == "cpu":
+        cpu = VirtualCPU(case["cpu_s"])
+        reported = learner(cpu.run, "cpu", clock=cpu.clock, **args)
+    elif case["device"] == "virtual":
+        gpu = VirtualGPU(**case["gpu"])
+        reported = learner(gpu.launch, gpu, clock=gpu.clock, **args)
+    else:  # "cuda:1", "mps": torch's synchronize of that backend waits for the virtual GPU
+        gpu = VirtualGPU(**case["gpu"])
+        backend = getattr(torch, case["device"].split(":")[0])
+        saved = backend.synchronize
+        backend.synchronize = lambda *a, **k: gpu.synchronize()
+        device = torch.device(case["device"]) if case.get("object") else case["device"]
         try:
-            fake_s = _seconds(learner(device.launch, device))
+            reported = learner(gpu.launch, device, clock=gpu.clock, **args)
         finally:
-            device.queued = 0
-    else:
-        fake_s = audit_timer(learner, device)[1]
-    cpu_s = _seconds(learner(lambda: time.sleep(case["cpu_s"]), "cpu"))
-    return {"fake_s": fake_s, "cpu_s": cpu_s}
+            backend.synchronize = saved
+    value = getattr(reported, "median_s", reported)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return {"seconds": f"not a number: {type(reported).__name__}"}
+    return {"seconds": float(value)}
 
 
-def _within(value, target: float) -> bool:
-    return isinstance(value, float) and 0.9 * target <= value <= 1.5 * target + 0.015  # slack: a busy scheduler
+def _timer_mistake(case, found: float, want: float) -> str | None:
+    """The rule of the four (and the clock) that ``found`` breaks, from the one effect this case switches on."""
+    work = case.get("cpu_s") or case["gpu"]["work_s"]
+    gpu = case.get("gpu", {})
+    if gpu and close(found, gpu.get("launch_s", VirtualGPU().launch_s), rel=1e-6):  # the launch, not the work
+        return "string_device" if case["device"] != "virtual" else "no_wait"
+    if found < 0.5 * work:  # no virtual time at all: real seconds
+        return "ignores_clock"
+    if case["repeats"] > 1 and close(found, case["repeats"] * want, rel=0.02):
+        return "total"
+    probe = case["probe"]
+    if probe == "queued" and found > want + 0.5 * work:
+        return "earlier_work"
+    if probe == "slow_first" and found > want + 0.5 * gpu["first_s"]:
+        return "no_warmup"
+    if probe == "hiccup" and close(found, want + gpu["hiccup_s"] / case["repeats"], rel=0.02):
+        return "mean"
+    return None
 
 
 def _timer_score(case, answer, want) -> Part:
-    found = referee.rounds(answer)
-    if not found:
-        return Part(False, _say("timer_not_number", found=None))
-    fake_s, cpu_s, work = found[0]["fake_s"], found[0]["cpu_s"], case["work_s"]
-    if isinstance(fake_s, str) or isinstance(cpu_s, str):
-        return Part(False, _say("timer_not_number", found=fake_s if isinstance(fake_s, str) else cpu_s))
-    if fake_s < 0.9 * work:
-        return Part(False, _say("timer_no_sync", work=work * 1e3, found=fake_s * 1e3))
-    if not _within(fake_s, work):
-        key = "timer_pending" if case["pending"] else "timer_too_long"
-        return Part(False, _say(key, work=work * 1e3, found=fake_s * 1e3, pending=case["pending"]))
-    if not _within(cpu_s, case["cpu_s"]):
-        return Part(False, _say("timer_cpu", work=case["cpu_s"] * 1e3, found=cpu_s * 1e3))
-    why = referee.unmeasured(answer, lambda r: r["fake_s"] + r["cpu_s"])
-    if why:
-        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
-        return Part(False, msg(key, what=_say("title_timer"), why=why))
-    return Part(True, _say("timer_ok"))
+    found = answer["seconds"]
+    probe = "object" if case.get("object") else case["probe"]
+    what = _say(f"timer_probe_{probe}", device=case["device"], repeats=case["repeats"], warmup=case["warmup"])
+    if isinstance(found, str):
+        return Part(False, _say("timer_not_number", case=what, found=found))
+    if close(found, want, rel=1e-6, abs_tol=1e-9):
+        return _right(what)
+    return _wrong("timer_wrong", _timer_mistake(case, found, want), case=what, expected=f"{want * 1e3:.3f}",
+                  found=f"{found * 1e3:.3f}")
 
 
 # ---------------------------------------------------------------- 6. CPU vs accelerator
@@ -297,8 +394,21 @@ def speedup_widths() -> list[int]:
     return [1536, 2048, 2560] if best_device() != "cpu" else [384, 512, 640]
 
 
-
 _TOLD: list = []
+
+
+def _counting(make_step, builds: list):
+    """``make_step`` that records, per model built, its device and how many times its step was called."""
+    def build(device, width, *args, **kwargs):
+        step = make_step(device, width, *args, **kwargs)
+        record = {"device": str(device), "calls": 0}
+        builds.append(record)
+
+        def counted():
+            record["calls"] += 1
+            return step()
+        return counted
+    return build
 
 
 def _speedup_answer(learner, case) -> dict:
@@ -313,15 +423,24 @@ def _speedup_answer(learner, case) -> dict:
             print(_say("speedup_cpu_only").text())
             _TOLD.append(True)
         torch.set_num_threads(1)  # CPU vs CPU: one thread keeps both timings comparable on a shared machine
+    builds: list = []
     try:
-        result = learner(make_step, case["width"])
+        result = learner(_counting(make_step, builds), case["width"])
     finally:
         torch.set_num_threads(threads)
     if not isinstance(result, dict):
         return {"not_a_dict": repr(result)[:80]}
     attempt = {k: _seconds(result.get(k)) for k in ("cpu_s", "accel_s")}
     attempt["accel_device"] = str(result.get("accel_device")).split(":")[0]
+    attempt["calls"] = [b["calls"] for b in builds]
     return attempt
+
+
+def _seconds(reported) -> float | str:
+    value = getattr(reported, "median_s", reported)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"not a number: {type(reported).__name__}"
+    return float(value)
 
 
 def _speedup_reference(case, answer) -> dict:
@@ -345,7 +464,12 @@ def _speedup_score(case, answer, want) -> list[Part]:
         return [Part(False, _say("speedup_not_dict", found=found[0]["not_a_dict"] if found else None), weight=4)]
     bad = next((r for r in found if any(isinstance(r[k], str) or r[k] <= 0 for k in ("cpu_s", "accel_s"))), None)
     if bad is not None:
-        return [Part(False, _say("timer_not_number", found=f"cpu_s={bad['cpu_s']}, accel_s={bad['accel_s']}"), weight=4)]
+        return [Part(False, _say("timer_not_number", case=_say("title_speedup"),
+                                 found=f"cpu_s={bad['cpu_s']}, accel_s={bad['accel_s']}"), weight=4)]
+    for key in ("cpu_s", "accel_s"):  # seconds reported in milliseconds: named before "not measured" says 0
+        ratio = referee.median_ratio(answer, lambda r: r[key], lambda ref: ref[key])
+        if ratio is not None and 300 <= ratio[0] <= 3000:
+            return [_wrong("speedup_units", "ms_not_s", weight=4, ratio=f"{ratio[0]:.0f}")]
     best = best_device()
     parts = []
     for key, name in (("cpu_s", "CPU"), ("accel_s", best)):
@@ -358,64 +482,140 @@ def _speedup_score(case, answer, want) -> list[Part]:
     why = _say("speedup_why_cpu") if best == "cpu" else _say("speedup_why_accel", device=best)
     devices = {r["accel_device"] for r in found}
     parts.insert(0, Part(devices == {best}, _say("speedup_device", expected=best, found=", ".join(sorted(devices))) + why))
+    calls = [c for r in found for c in r.get("calls") or []]
+    if calls and min(calls) < 2:
+        parts.append(_wrong("speedup_calls", "one_call", calls=min(calls)))
     ratio = statistics.median(r["cpu_s"] / r["accel_s"] for r in found)
     parts.append(expect("speedup", device=best).part(ratio, _say("speedup_what")))
     return parts
 
 
-# ---------------------------------------------------------------- 7. memory: where does fine-tuning fit?
-def _memory_visible() -> list:
-    from ... import profiles
-
-    ids = ("rtx_4090", "t4")
-    devices = {i: profiles.get(i).memory_bytes / 1e9 for i in ids}
-    big = {i: profiles.get(i).memory_bytes / 1e9 for i in ("a100_sxm_80gb", "h200_sxm", "mi300x", "b200")}
-    return [{"n_params": 1.5e9, "activation_gb": 0.0, "devices": devices},
-            {"n_params": 7e9, "activation_gb": 10.0, "devices": big},
-            {"n_params": 70e9, "activation_gb": 20.0, "devices": big}]
+# ---------------------------------------------------------------- 7. audit a timer (stretch)
+BUGS = ("no_wait", "earlier_work", "no_warmup", "mean", "total")
 
 
-
-def _memory_answer(learner, case) -> dict:
-    plan = learner(case["n_params"], case["activation_gb"], dict(case["devices"]))
-    if not isinstance(plan, dict):
-        return {"not_a_dict": repr(plan)[:80]}
-    need = plan.get("need_gb")
-    device = plan.get("device")
-    return {"need_gb": float(need) if isinstance(need, (int, float)) else repr(need),
-            "device": None if device is None else str(device)}
+def _waiter(device, waits: bool):
+    """What waits for ``device`` (nothing for a timer that never waits, or a device without ``synchronize``)."""
+    return getattr(device, "synchronize", None) if waits and hasattr(device, "synchronize") else (lambda: None)
 
 
-def _memory_score(case, answer, want) -> list[Part]:
-    if "not_a_dict" in answer:
-        return [Part(False, _say("memory_not_dict", found=answer["not_a_dict"]), weight=2)]
-    where = _say("memory_case", n=case["n_params"] / 1e9, act=case["activation_gb"])
-    need = answer["need_gb"]
-    need_ok = isinstance(need, float) and close(need, want["need_gb"], rel=1e-6, abs_tol=1e-9)
-    need_msg = _say("memory_need", case=where, expected=f"{want['need_gb']:.3f}", found=_fmt(need))
-    if isinstance(need, float) and not need_ok:
-        need_msg = need_msg + _say("memory_hint")
-    best = want["device"]
-    fits = [n for n, m in case["devices"].items() if best is not None and m == case["devices"][best]]
-    device_ok = answer["device"] in fits if best is not None else answer["device"] is None
-    return [Part(need_ok, need_msg),
-            Part(device_ok, _say("memory_device", case=where, expected=_fmt(best), found=_fmt(answer["device"])))]
+def _span(fn, wait, clock, calls: int, settle: bool) -> float:
+    """Seconds of ``calls`` calls of ``fn``; ``settle`` waits before the clock starts, ``wait`` follows each call."""
+    if settle:
+        wait()
+    began = clock()
+    for _ in range(calls):
+        fn()
+        wait()
+    return clock() - began
+
+
+def suspect_timer(bugs, style: str = "loop"):
+    """A timer ``(fn, device, repeats=5, warmup=1, clock=time.perf_counter)`` with the methodology ``bugs``.
+
+    ``no_wait`` never waits for the device; ``earlier_work`` does not wait before starting its clock;
+    ``no_warmup`` ignores ``warmup``; ``mean`` averages the samples; ``total`` returns the time of all repeats.
+    ``style`` writes the same timer another way (the audit must judge behaviour, not code).
+    """
+    bugs = frozenset(bugs)
+    settle = not bugs & {"no_wait", "earlier_work"}
+    middle = statistics.fmean if "mean" in bugs else statistics.median
+
+    def loop(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+        wait = _waiter(device, "no_wait" not in bugs)
+        for _ in range(0 if "no_warmup" in bugs else warmup):
+            fn()
+        if "total" in bugs:
+            return _span(fn, wait, clock, repeats, settle)
+        return middle([_span(fn, wait, clock, 1, settle) for _ in range(repeats)])
+
+    def compact(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+        wait = _waiter(device, "no_wait" not in bugs)
+        [fn() for _ in range(warmup * ("no_warmup" not in bugs))]
+        spans = [_span(fn, wait, clock, repeats if "total" in bugs else 1, settle)
+                 for _ in range(1 if "total" in bugs else repeats)]
+        return spans[0] if "total" in bugs else middle(sorted(spans))
+
+    return {"loop": loop, "compact": compact}[style]
+
+
+def _audit_visible() -> list:
+    return [{"suspects": [
+        {"name": "A", "bugs": [], "style": "loop"},
+        {"name": "B", "bugs": ["no_wait"], "style": "compact"},
+        {"name": "C", "bugs": ["earlier_work"], "style": "loop"},
+        {"name": "D", "bugs": ["mean", "no_warmup"], "style": "compact"},
+        {"name": "E", "bugs": ["total"], "style": "loop"},
+        {"name": "F", "bugs": ["earlier_work", "mean"], "style": "compact"},
+    ]}]
+
+
+def _audit_answer(learner, case) -> list:
+    out = []
+    for suspect in case["suspects"]:
+        try:
+            found = learner(suspect_timer(suspect["bugs"], suspect["style"]))
+        except Exception as exc:  # the suspect timers are plain Python: an error is the audit's own
+            out.append(_raised(exc))
+            continue
+        if isinstance(found, str) or not hasattr(found, "__iter__"):
+            out.append({"not_a_set": repr(found)[:80]})
+        else:
+            out.append({"bugs": sorted(str(b) for b in found)})
+    return out
+
+
+def _audit_score(case, answer, want) -> list[Part]:
+    for suspect, found in zip(case["suspects"], answer):
+        if "bugs" not in found:
+            shown = found.get("raised") or found.get("not_a_set")
+            return [Part(False, _say("audit_not_a_set", timer=suspect["name"], found=shown), weight=len(BUGS))]
+        unknown = sorted(set(found["bugs"]) - set(BUGS))
+        if unknown:
+            return [Part(False, _say("audit_unknown", timer=suspect["name"], found=", ".join(unknown),
+                                     known=", ".join(BUGS)), weight=len(BUGS))]
+    parts = []
+    for bug in BUGS:
+        missed = [s["name"] for s, f, w in zip(case["suspects"], answer, want) if bug in w and bug not in f["bugs"]]
+        alarms = [s["name"] for s, f, w in zip(case["suspects"], answer, want) if bug not in w and bug in f["bugs"]]
+        label = Message(bug, bug)
+        if not missed and not alarms:
+            parts.append(Part(True, _say("passed", case=label), label=label))
+        elif missed:
+            parts.append(Part(False, _say("audit_missed", bug=bug, timers=", ".join(missed))
+                              + _say(f"mistake.missed_{bug}"), mistake=f"missed_{bug}", label=label))
+        else:
+            parts.append(Part(False, _say("audit_false", bug=bug, timers=", ".join(alarms))
+                              + _say("mistake.false_alarm"), mistake="false_alarm", label=label))
+    return parts
 
 
 TASKS = {
-    "picker": Task(title=_say("title_picker"), answer=_picker_answer, score=_picker_score,
-                   visible=_picker_visible),
-    "mlx_picker": Task(title=_say("title_mlx_picker"), answer=_mlx_picker_answer, score=_mlx_picker_score,
-                       visible=_mlx_picker_visible),
-    "mlx_usable": Task(title=_say("title_mlx_usable"), answer=_usable_answer, score=_usable_score,
-                       visible=lambda: [{"mode": "real"}, {"mode": "absent"}]),
-    "inventory": Task(title=_say("title_inventory"), answer=_inventory_answer, score=_inventory_score,
-                      visible=_inventory_visible),
-    "timer": Task(title=_say("title_timer"), answer=_timer_answer, score=_timer_score,
-                  visible=_timer_visible, measurement=True),
+    "picker": Task(title=_say("title_picker"), answer=_picker_answer, score=_picker_score, visible=_picker_visible,
+                   kind="recall", level="warm-up",
+                   mistakes=("mps_before_cuda", "prefer_unchecked", "prefer_falls_back", "unknown_name",
+                             "no_getattr_xpu")),
+    "mlx": Task(title=_say("title_mlx"), answer=_mlx_answer, score=_mlx_score,
+                visible=lambda: [{"install": i} for i in ("real", "absent", "eval_fails", "metal", "cuda", "cpu")],
+                kind="transfer", level="core",
+                mistakes=("mlx_import_only", "mlx_exception_escapes", "mlx_metal_only")),
+    "setup": Task(title=_say("title_setup"), answer=_setup_answer, score=_setup_score, visible=_setup_visible,
+                  kind="transfer", level="core",
+                  mistakes=("rocm_name", "bf16_emulated", "fp16_without_tensor_cores", "mps_bf16_old_macos",
+                            "gb_not_gib", "ram_for_mps")),
+    "memory": Task(title=_say("title_memory"), answer=_memory_answer, score=_memory_score, visible=_memory_visible,
+                   kind="transfer", level="core",
+                   mistakes=("full_as_frozen", "frozen_as_trained", "frozen_forgotten", "no_activations",
+                             "need_in_gib", "gb_vs_gib", "first_fit", "largest_fit")),
+    "timer": Task(title=_say("title_timer"), answer=_timer_answer, score=_timer_score, visible=_timer_visible,
+                  kind="recall", level="core",
+                  mistakes=("no_wait", "string_device", "earlier_work", "no_warmup", "mean", "total",
+                            "ignores_clock")),
     "speedup": Task(title=_say("title_speedup"), answer=_speedup_answer, score=_speedup_score,
                     visible=lambda: [{"width": speedup_widths()[1]}], measurement=True,
-                    reference=_speedup_reference, rounds=5),
-    "memory": Task(title=_say("title_memory"), answer=_memory_answer, score=_memory_score,
-                   visible=_memory_visible),
+                    reference=_speedup_reference, rounds=5, kind="recall", level="core",
+                    mistakes=("one_call", "ms_not_s")),
+    "audit": Task(title=_say("title_audit"), answer=_audit_answer, score=_audit_score, visible=_audit_visible,
+                  kind="transfer", level="stretch",
+                  mistakes=tuple(f"missed_{b}" for b in BUGS) + ("false_alarm",)),
 }

@@ -1,20 +1,23 @@
-"""Module 01 checks: the exercise's reference solution gets full marks, typical mistakes do not."""
+"""Module 01 checks: the reference solution gets full marks, known mistakes lose points and are named."""
 import json
-import statistics
-import sys
-import time
+import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from autograder.checks import CheckFailed, check, referee, task
-from autograder.modules.m01_devices import tasks as checks
-from autograder.checks.core import Part, cases_for, collect, fraction, score_records
+from autograder.checks.core import Part, Recorded, cases_for, collect, fraction, score_records
 from autograder.expectations import Band
 from autograder.i18n import Message
+from autograder.modules.m01_devices import tasks as checks
+from course_answers import m01_devices as answers
 
 ROOT = Path(__file__).resolve().parents[3]
 SOLUTION = ROOT / "solutions" / "01_devices" / "exercise.ipynb"
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+FUNCTIONS = {"picker": "pick_device", "mlx": "mlx_device", "setup": "training_setup", "memory": "finetune_plan",
+             "timer": "time_call", "audit": "diagnose"}
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +34,7 @@ def solution():
 
 def share(task_id, learner, hidden=True, seed=3):
     t = task(task_id)
-    records = collect(t, learner, cases_for(t, hidden, seed))
-    return fraction(score_records(t, records))
+    return fraction(score_records(t, collect(t, learner, cases_for(t, hidden, seed))))
 
 
 def stub(*args, **kwargs):
@@ -40,6 +42,7 @@ def stub(*args, **kwargs):
 
 
 def test_grade_cells_name_existing_tasks_with_matching_points():
+    graded = []
     for cell in json.loads(SOLUTION.read_text(encoding="utf-8"))["cells"]:
         meta = cell["metadata"].get("nbgrader", {})
         if meta.get("grade"):
@@ -47,20 +50,59 @@ def test_grade_cells_name_existing_tasks_with_matching_points():
             task_id = source.split('"')[1]
             assert task_id.removeprefix("m01.") in checks.TASKS
             assert f"points={meta['points']}," in source
+            graded.append((task_id, meta["points"]))
+    assert [t for t, _ in graded] == [f"m01.{n}" for n in checks.TASKS]
+    assert sum(p for _, p in graded) == 20
 
 
-@pytest.mark.parametrize("task_id,name", [
-    ("m01.picker", "pick_device"), ("m01.mlx_picker", "pick_mlx_device"), ("m01.mlx_usable", "mlx_usable"),
-    ("m01.inventory", "device_inventory"), ("m01.timer", "time_call"), ("m01.memory", "finetune_plan"),
-])
-def test_reference_solution_gets_full_marks_and_stub_fails(solution, task_id, name, capsys):
-    assert check(task_id, solution[name], points=2, hidden=True) is None
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_reference_solution_gets_full_marks_and_stub_fails(solution, name, capsys):
+    for seed in (1, 2):
+        assert share(f"m01.{name}", solution[FUNCTIONS[name]], seed=seed) == 1.0
+    assert check(f"m01.{name}", solution[FUNCTIONS[name]], points=2, hidden=True) is None
     with pytest.raises(CheckFailed, match="NotImplementedError"):
-        check(task_id, stub, points=2, hidden=True)
+        check(f"m01.{name}", stub, points=2, hidden=True)
     assert capsys.readouterr().err == ""
 
 
-def test_speedup_reference_and_mistakes(solution, monkeypatch):
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_every_known_mistake_costs_points_on_the_hidden_cases_too(name):
+    for mistake, wrong in answers.MISTAKES[name].items():
+        assert share(f"m01.{name}", wrong) < 1.0, mistake
+
+
+def test_a_hard_coded_answer_fails_the_hidden_cases(solution):
+    t = task("m01.memory")
+    visible = {json.dumps(c["job"], sort_keys=True): answers.finetune_plan(c["job"], c["devices"]) for c in t.visible()}
+    memorised = lambda job, devices: visible.get(json.dumps(job, sort_keys=True), {"need_gb": 0.0, "device": None})  # noqa: E731
+    assert share("m01.memory", memorised, hidden=False) == 1.0
+    assert share("m01.memory", memorised) < 0.6
+
+
+def test_the_timer_check_restores_torchs_synchronize(solution):
+    before = torch.cuda.synchronize, torch.mps.synchronize
+    check("m01.timer", solution["time_call"], points=3, hidden=True)
+    assert (torch.cuda.synchronize, torch.mps.synchronize) == before
+
+
+def test_partial_credit_lists_the_parts_that_are_right(solution, capsys):
+    def only_no_wait(timer):
+        return answers.diagnose(timer) & {"no_wait"}
+    earned = check("m01.audit", only_no_wait, points=4)
+    out = capsys.readouterr().out
+    assert 0 < earned < 4 and "🟡" in out and "✅ no_wait" in out and "missed" in out
+
+
+def test_mlx_absent_machine_reference_still_passes(solution):
+    import sys
+    before = sys.modules.get("mlx.core")
+    with checks.mlx_modules({"mlx": None, "mlx.core": None}):
+        assert check("m01.mlx", solution["mlx_device"], points=2, hidden=True) is None
+    assert sys.modules.get("mlx.core") is before  # restored afterwards
+
+
+# ---------------------------------------------------------------- the one real measurement
+def test_speedup_reference_is_observed_and_counts_its_calls(solution, monkeypatch):
     """A real (small) run: every round is observed and measured; the ratio bands are left to the hand-built
     answers below, since they compare two timings that the machine's load may shift."""
     monkeypatch.setattr(checks, "speedup_widths", lambda: [64, 96, 128])
@@ -70,16 +112,12 @@ def test_speedup_reference_and_mistakes(solution, monkeypatch):
     answer = record["answer"]
     assert record["error"] is None and len(answer["rounds"]) == t.rounds == 5
     assert all(isinstance(r["cpu_s"], float) and isinstance(r["accel_s"], float) for r in answer["rounds"])
+    assert all(r["calls"] == [6, 6] for r in answer["rounds"])  # one warm-up and five timed calls per model
     assert len(answer["observed"]["walls"]) == t.rounds
     assert all(set(ref) == {"cpu_s", "accel_s"} for ref in answer["observed"]["reference"])
     assert referee.unmeasured(answer, lambda r: r["cpu_s"] + r["accel_s"]) is None
     with pytest.raises(CheckFailed, match="NotImplementedError"):
-        check("m01.speedup", stub, points=2)
-
-    def in_milliseconds(make_step, width=512):
-        result = solution["compare_devices"](make_step, width)
-        return {**result, "cpu_s": result["cpu_s"] * 1e3}
-    assert share("m01.speedup", in_milliseconds) < 1.0
+        check("m01.speedup", stub, points=3)
     assert share("m01.speedup", lambda make_step, width=512: [1, 2]) == 0.0
 
 
@@ -97,7 +135,7 @@ def test_speedup_score_on_cpu_only_and_accelerator_machines(monkeypatch):
     import autograder.expectations as expectations
     import autograder.hardware as hardware
 
-    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu"}
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "calls": [6, 6]}
     ref = {"cpu_s": 0.010, "accel_s": 0.010}
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
     assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3), None)) == 1.0
@@ -107,10 +145,14 @@ def test_speedup_score_on_cpu_only_and_accelerator_machines(monkeypatch):
     assert fraction(checks._speedup_score({}, noisy_then_good, None)) == 1.0  # the median round counts
     noisy_mostly = speedup([{**good, "accel_s": 0.05}] * 2 + [good], [ref] * 3)
     assert fraction(checks._speedup_score({}, noisy_mostly, None)) == 0.5  # 5x the reference, and a 0.2x "speedup"
+    once = checks._speedup_score({}, speedup([{**good, "calls": [1, 1]}] * 3, [ref] * 3), None)
+    assert 0.5 < fraction(once) < 1 and any(p.mistake == "one_call" for p in once)
+    forged = checks._speedup_score({}, speedup([{k: v for k, v in good.items() if k != "calls"}] * 3, [ref] * 3), None)
+    assert fraction(forged) == 1.0  # a record without call counts (a hand-built one) is judged on its times
 
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cuda")
     monkeypatch.setattr(expectations, "expect", lambda kind, **kw: band(1.0, 80.0))
-    on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda"}
+    on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda", "calls": [6, 6]}
     gpu_ref = {"cpu_s": 0.05, "accel_s": 0.002}
     assert fraction(checks._speedup_score({}, speedup([on_gpu] * 3, [gpu_ref] * 3), None)) == 1.0
     unsynchronized = {**on_gpu, "accel_s": 0.00002}  # timed the launch: 2500x "speedup", 100x off the reference
@@ -125,7 +167,7 @@ def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
     import autograder.hardware as hardware
 
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
-    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu"}
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "calls": [6, 6]}
     ref = {"cpu_s": 0.010, "accel_s": 0.010}
     constant = checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1e-5] * 3), None)  # returned at once
     assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
@@ -137,189 +179,47 @@ def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
     failed = speedup([good] * 3, [{"error": "RuntimeError: no device"}] * 3)
     parts = checks._speedup_score({}, failed, None)  # the grader could not time the reference: said, not held against
     assert fraction(parts) == 1.0 and any("could not run here" in p.message.en for p in parts)
+    milliseconds = answers.MISTAKES["speedup"]["ms_not_s"]
+    assert isinstance(milliseconds, Recorded)
+    parts = checks._speedup_score({}, milliseconds.answer, None)
+    assert fraction(parts) == 0.0 and parts[0].mistake == "ms_not_s"
 
 
-# ---------------------------------------------------------------- typical mistakes
-def test_picker_mistakes(solution):
-    assert share("m01.picker", lambda prefer=None, torch_module=None: "cpu") < 0.5  # hard-coded
-
-    def ignores_prefer(prefer=None, torch_module=None):
-        return solution["pick_device"](None, torch_module) if torch_module is not None else "cpu"
-    assert 0 < share("m01.picker", ignores_prefer) < 1
-
-    def assumes_xpu(prefer=None, torch_module=None):
-        torch_module = torch_module or __import__("torch")
-        for name, ok in (("cuda", torch_module.cuda.is_available()), ("mps", torch_module.backends.mps.is_available()),
-                         ("xpu", torch_module.xpu.is_available())):
-            if ok and prefer in (None, name):
-                return name
-        if prefer not in (None, "cpu"):
-            raise ValueError(prefer)
-        return "cpu"
-    assert 0.8 < share("m01.picker", assumes_xpu) < 1  # crashes only where torch.xpu is missing
-
-    def wrong_order(prefer=None, torch_module=None):
-        torch_module = torch_module or __import__("torch")
-        if prefer is not None:
-            return solution["pick_device"](prefer, torch_module)
-        if torch_module.backends.mps.is_available():
-            return "mps"
-        return solution["pick_device"](None, torch_module)
-    assert share("m01.picker", wrong_order) < 1
-
-
-def test_mlx_mistakes(solution):
-    def metal_only(prefer=None, mx_module=solution["mx"]):
-        if mx_module is None:
-            return None
-        gpu = mx_module.metal.is_available()
-        return solution["pick_mlx_device"](prefer, mx_module) if not gpu or prefer else mx_module.gpu
-    assert share("m01.mlx_picker", metal_only) == 1.0  # metal.is_available is right on a Mac...
-
-    def metal_gpu_check(prefer=None, mx_module=solution["mx"]):
-        if mx_module is None:
-            return None
-        if prefer is None:
-            return mx_module.gpu if mx_module.metal.is_available() else mx_module.cpu
-        return solution["pick_mlx_device"](prefer, mx_module)
-    assert share("m01.mlx_picker", metal_gpu_check) < 1.0  # ...but misses MLX's CUDA backend
-
-    def import_only():
-        try:
-            import mlx.core  # noqa: F401
-            return True
-        except ImportError:
-            return False
-    assert 0 < share("m01.mlx_usable", import_only) < 1  # a broken install imports but cannot compute
-    assert share("m01.mlx_usable", lambda: "yes") == 0.0
-    real = solution["mx"]
-    assert share("m01.mlx_usable", lambda: real is not None, hidden=False) < 1  # import at module level
-
-
-def test_mlx_absent_machine_reference_still_passes(solution):
-    before = sys.modules.get("mlx.core")
-    with checks.mlx_modules({"mlx": None, "mlx.core": None}):
-        assert check("m01.mlx_usable", solution["mlx_usable"], points=1, hidden=True) is None
-        picker = solution["pick_mlx_device"]
-        assert check("m01.mlx_picker", lambda prefer=None, mx_module=None: picker(prefer, mx_module),
-                     points=1, hidden=True) is None
-    assert sys.modules.get("mlx.core") is before  # restored afterwards
-
-
-def test_inventory_mistakes(solution):
-    inventory = solution["device_inventory"]
-
-    def in_gb(torch_module=None):
-        rows = inventory(torch_module) if torch_module is not None else inventory()
-        return [{**r, "memory_gib": r["memory_gib"] * 2**30 / 1e9} for r in rows]
-    parts = [p for p in _parts("m01.inventory", in_gb) if not p.ok]
-    assert parts and all("2^30" in p.message.en for p in parts)
-
-    def no_rocm(torch_module=None):
-        rows = inventory(torch_module) if torch_module is not None else inventory()
-        return [{**r, "kind": "cuda" if r["kind"] == "rocm" else r["kind"]} for r in rows]
-    assert 0.8 < share("m01.inventory", no_rocm) < 1
-
-    def accelerators_only(torch_module=None):
-        rows = inventory(torch_module) if torch_module is not None else inventory()
-        return rows[1:]
-    assert share("m01.inventory", accelerators_only) < 0.5
-
-
-def _parts(task_id, learner):
-    t = task(task_id)
-    return score_records(t, collect(t, learner, cases_for(t, True, 5)))
-
-
-def test_timer_without_synchronize_gets_nothing():
-    def no_sync(fn, device, repeats=5):
-        fn()
-        samples = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
-    with pytest.raises(CheckFailed, match="synchronize"):
-        check("m01.timer", no_sync, points=2, hidden=True)
-
-
-def test_timer_mistakes():
-    def total(fn, device, repeats=5):
-        device_sync = getattr(device, "synchronize", lambda: None)
-        device_sync()
-        start = time.perf_counter()
-        for _ in range(repeats):
-            fn()
-        device_sync()
-        return time.perf_counter() - start  # total, not per call
-    assert share("m01.timer", total) == 0.0
-
-    def mean_without_presync(fn, device, repeats=5):
-        sync = getattr(device, "synchronize", lambda: None)
-        samples = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            fn()
-            sync()
-            samples.append(time.perf_counter() - start)
-        return sum(samples) / len(samples)  # earlier queued work lands in the first sample
-    assert 0 < share("m01.timer", mean_without_presync) < 1
-
-    def crashes_on_strings(fn, device, repeats=5):
-        device.synchronize()
-        return 0.0
-    assert share("m01.timer", crashes_on_strings) == 0.0
-
-
-def test_timer_must_be_observed_and_measured():
-    case = {"work_s": 0.03, "pending": 0, "cpu_s": 0.01}
-    good = {"fake_s": 0.031, "cpu_s": 0.0105}
-    assert checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.5], "reference": [None]}}, None).ok
-    instant = checks._timer_score(case, {"rounds": [good], "observed": {"walls": [0.001], "reference": [None]}}, None)
-    assert not instant.ok and "this was not measured" in instant.message.en  # a constant: no time spent
-    unobserved = checks._timer_score(case, {"rounds": [good]}, None)
-    assert not unobserved.ok and "while the grader watched" in unobserved.message.en
-    assert not checks._timer_score(case, {"rounds": [], "observed": {"walls": [], "reference": []}}, None).ok
-    t = task("m01.timer")
-    assert t.measurement and t.reference is None  # the referee's clock only
-
-
-def test_memory_mistakes(solution):
-    plan = solution["finetune_plan"]
-    inference_bytes = lambda n, act, devices: {**plan(n, act, devices), "need_gb": 2 * n / 1e9 + act}  # noqa: E731
-    assert 0 < share("m01.memory", inference_bytes) < 1
-
-    def largest(n, act, devices):
-        need = 16 * n / 1e9 + act
-        fits = [d for d, m in devices.items() if m >= need]
-        return {"need_gb": need, "device": max(fits, key=devices.get) if fits else None}
-    assert 0.5 <= share("m01.memory", largest) < 1
-    assert share("m01.memory", lambda n, act, devices: {"need_gb": 24.0, "device": "rtx_4090"}) < 0.3
-    assert share("m01.memory", lambda n, act, devices: 24.0) == 0.0
-
-
+# ---------------------------------------------------------------- text
 def test_hidden_cases_vary_with_the_seed():
-    for name in ("picker", "inventory", "memory", "timer"):
+    for name in ("picker", "setup", "memory", "timer", "audit"):
         t = task(f"m01.{name}")
-        assert cases_for(t, True, 1) != cases_for(t, True, 2)
+        assert cases_for(t, True, 1) != cases_for(t, True, 2), name
 
 
 def test_every_failure_message_is_bilingual():
-    for part in _parts("m01.picker", lambda prefer=None, torch_module=None: "cpu"):
-        assert isinstance(part, Part) and part.message.ko != part.message.en
+    for name, wrongs in answers.MISTAKES.items():
+        if name == "speedup":
+            continue
+        t = task(f"m01.{name}")
+        for wrong in wrongs.values():
+            for part in score_records(t, collect(t, wrong, cases_for(t, True, 5))):
+                assert isinstance(part, Part)
+                if not part.ok:
+                    assert HANGUL.search(part.message.ko) and not HANGUL.search(part.message.en), part.message
+
+
+def test_exercise_cells_are_korean_then_english():
+    for cell in json.loads(SOLUTION.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] == "markdown":
+            ko, _, en = "".join(cell["source"]).partition("\n---\n")
+            assert HANGUL.search(ko) and en and not HANGUL.search(en), ko[:60]
 
 
 def test_notebook_links_resolve():
-    """Exercise links point to anchors present in both lessons; lesson links point to existing notebooks."""
-    import re
-
-    exercise = SOLUTION.read_text(encoding="utf-8")
-    anchors = set(re.findall(r"lesson\.(?:ko|en)\.ipynb#(sec-[\w-]+)", exercise))
-    assert len(anchors) >= 4
+    """Exercise links point to anchors present in both lessons, named by the section's title; lesson links resolve."""
+    exercise = "\n".join("".join(c["source"]) for c in json.loads(SOLUTION.read_text(encoding="utf-8"))["cells"])
+    links = re.findall(r"\[([^\]]+)\]\([./]*lessons/01_devices/lesson\.(?:ko|en)\.ipynb#(sec-[\w-]+)\)", exercise)
+    assert len({a for _, a in links}) >= 5
+    assert not any(text.startswith("sec-") or "sec-" in text for text, _ in links)
     for lang in ("ko", "en"):
         path = ROOT / "lessons" / "01_devices" / f"lesson.{lang}.ipynb"
         body = path.read_text(encoding="utf-8")
-        assert all(f'<a id=\\"{a}\\"></a>' in body for a in anchors), (lang, anchors)
+        assert all(f'<a id=\\"{a}\\"></a>' in body for _, a in links), lang
         for target in set(re.findall(r"\]\(((?:\.\./)+[\w/.-]+\.ipynb)", body)):
             assert (path.parent / target).resolve().exists(), (lang, target)
