@@ -95,7 +95,8 @@ def expect(kind: str, *, device: Any = None, dtype: Any = None, profile: Any = N
 
 def rule_for(table: dict, profile, dtype: str) -> dict:
     """The first spec rule of ``table`` whose ``match`` fits the profile and dtype."""
-    fields = {"vendor": profile.vendor, "kind": profile.kind, "segment": _segment(profile), "dtype": dtype}
+    fields = {"vendor": profile.vendor, "kind": profile.kind, "segment": _segment(profile), "arch": profile.get("arch"),
+              "dtype": dtype}
     for rule in table["spec"]:
         if all(_fits(fields.get(k), want) for k, want in rule["match"].items()):
             return rule
