@@ -1,17 +1,26 @@
-"""Reference answers and hidden cases of module 04 (training memory)."""
+"""Reference answers, known mistakes and hidden cases of module 04 (training memory).
+
+The expected answer of a case is ``{"answer": ..., "mistakes": {name: ...}}``: the reference's answer and what
+each catalogued wrong answer (``MISTAKES``) gives on the same case, so that ``score`` can name a mistake by what
+it produces without holding the reference itself.
+"""
 from __future__ import annotations
 
-import math
 from contextlib import nullcontext
 from fractions import Fraction
 
 from autograder import profiles
+from autograder.checks.core import canonical
+from autograder.fakes.ddp import SyncRecorder
 from autograder.modules.m04_training_memory import tasks
 from autograder.modules.m04_training_memory.data import table
+from autograder.modules.m04_training_memory.lesson import activation_estimate, activation_bytes, bytes_per_param
+
+ADAM_MIXED = sum(bytes_per_param("mixed", "adam").values())  # 16 bytes per parameter (ZeRO paper, Section 3.1)
 
 
 def data() -> dict:
-    """Bytes per parameter, optimizer states, ZeRO stages and the planning rule (``data/memory.yaml``)."""
+    """Bytes per parameter, optimizer states, ZeRO stages, activations and the planning rule (``data/memory.yaml``)."""
     return table("memory")
 
 
@@ -29,257 +38,520 @@ def memory_breakdown(n_params: float, optimizer: str, precision: str, zero_stage
     ZeRO stage 1 shards the optimizer states over ``n_gpus``, stage 2 also the gradients,
     stage 3 also the weights (ZeRO paper, Section 5).
     """
-    prec = _choice(precision, data()["precisions"], "precision")
-    states = _choice(optimizer, data()["optimizers"], "optimizer")["states"]
+    _choice(precision, data()["precisions"], "precision")
+    _choice(optimizer, data()["optimizers"], "optimizer")
     sharded = _choice(int(zero_stage), data()["zero_stages"], "zero_stage")
     if n_gpus < 1 or n_params < 0:
         raise ValueError(f"n_gpus >= 1, n_params >= 0 이어야 합니다 / need n_gpus >= 1 and n_params >= 0: "
                          f"{n_gpus!r}, {n_params!r}")
-    per_param = {
-        "weights": prec["weights"],
-        "gradients": prec["gradients"],
-        "optimizer": prec["master"] + states * prec["state"],
-    }
+    per_param = bytes_per_param(precision, optimizer)
     out = {k: n_params * b / (n_gpus if k in sharded else 1) for k, b in per_param.items()}
     out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
     return out
 
 
-# ---------------------------------------------------------------- task 2: GPUs needed
-def gpus_for(n_params: int, memory_gib: float, bytes_per_param: int, usable: float) -> int:
-    """Smallest N with n_params * bytes_per_param / N <= usable * memory (exact arithmetic; 1 GiB = 2^30 bytes)."""
-    need = Fraction(int(n_params)) * bytes_per_param
-    per_gpu = Fraction(str(usable)) * Fraction(str(memory_gib)) * 2**30
-    return max(1, math.ceil(need / per_gpu))
+def _breakdown_from(per_param: dict, shards, n_params, zero_stage, n_gpus) -> dict:
+    out = {k: n_params * per_param[k] / (n_gpus if k in shards[zero_stage] else 1)
+           for k in ("weights", "gradients", "optimizer")}
+    out["total"] = sum(out.values())
+    return out
 
 
-def gpus_needed(n_params: int, profile_id: str) -> dict:
-    """GPUs of profile ``profile_id`` needed to train (16 B/param, sharded) and to serve (2 B/param)."""
-    plan = data()["planning"]
-    memory_gib = profiles.get(profile_id).memory_gib
-    return {
-        "train": gpus_for(n_params, memory_gib, plan["train_bytes_per_param"], plan["usable_fraction"]),
-        "infer": gpus_for(n_params, memory_gib, plan["infer_bytes_per_param"], plan["usable_fraction"]),
-    }
+STAGES = {s: tuple(v) for s, v in {0: [], 1: ["optimizer"], 2: ["optimizer", "gradients"],
+                                   3: ["optimizer", "gradients", "weights"]}.items()}
 
 
-# ---------------------------------------------------------------- task 3: saved tensors
-def saved_bytes(model, x) -> int:
-    """Bytes the forward pass ``model(x)`` saves for backward, counted with saved-tensor hooks.
-
-    Each distinct storage counts once (a tensor saved by two ops is stored once);
-    storages of the model's parameters are skipped (they are in memory anyway).
-    """
-    import torch
-
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            seen[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(x)
-    return sum(seen.values())
+def _no_master(n, opt, prec, stage, gpus):
+    b = bytes_per_param(prec, opt)
+    b["optimizer"] -= data()["precisions"][prec]["master"]
+    return _breakdown_from(b, STAGES, n, stage, gpus)
 
 
-# ---------------------------------------------------------------- task 4: accumulation
-def accumulation_step(model, loss_fn, inputs, targets, n_micro: int) -> float:
-    """Gradients of the full-batch mean loss, computed in ``n_micro`` micro-batches.
-
-    Each micro-batch's mean loss is weighted by its share of the samples (1/n_micro when the
-    split is even). A model with ``no_sync`` (DDP) skips gradient synchronisation on every
-    micro-batch but the last. Returns the full-batch loss.
-    """
-    import torch
-
-    model.zero_grad(set_to_none=True)
-    parts = [(x, y) for x, y in zip(torch.tensor_split(inputs, n_micro), torch.tensor_split(targets, n_micro))
-             if len(x)]
-    no_sync = getattr(model, "no_sync", None)
-    total = 0.0
-    for i, (x, y) in enumerate(parts):
-        quiet = no_sync() if no_sync is not None and i < len(parts) - 1 else nullcontext()
-        with quiet:
-            loss = loss_fn(model(x), y) * (len(x) / len(inputs))
-            loss.backward()
-        total += loss.item()
-    return total
+def _all_16_bit(n, opt, prec, stage, gpus):
+    b = bytes_per_param("bf16" if prec.startswith("mixed") else prec, opt)
+    return _breakdown_from(b, STAGES, n, stage, gpus)
 
 
-# ---------------------------------------------------------------- task 5: loss scaler
-class DynamicLossScaler:
-    """Dynamic loss scaling as torch.amp.GradScaler does it, on plain Python numbers."""
-
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000):
-        self.scale_value = float(init_scale)
-        self.growth_factor = growth_factor
-        self.backoff_factor = backoff_factor
-        self.growth_interval = growth_interval
-        self.good_steps = 0
-
-    def scale(self, loss: float) -> float:
-        return loss * self.scale_value
-
-    def unscale(self, grads: list[float]) -> list[float]:
-        return [g / self.scale_value for g in grads]
-
-    def step(self, grads: list[float]) -> list[float] | None:
-        """Unscale; on inf/nan skip (None) and back off; else count and grow every growth_interval steps."""
-        unscaled = self.unscale(grads)
-        if not all(math.isfinite(g) for g in unscaled):
-            self.scale_value *= self.backoff_factor
-            self.good_steps = 0
-            return None
-        self.good_steps += 1
-        if self.good_steps == self.growth_interval:
-            grown = self.scale_value * self.growth_factor
-            if math.isfinite(grown):
-                self.scale_value = grown
-            self.good_steps = 0
-        return unscaled
-
-    def get_scale(self) -> float:
-        return self.scale_value
+def _fp32_grads_ignored(n, opt, prec, stage, gpus):
+    return memory_breakdown(n, opt, "mixed" if prec == "mixed_fp32_grads" else prec, stage, gpus)
 
 
-# ---------------------------------------------------------------- task 6: AMP step
-def amp_step(model, optimizer, scaler, inputs, targets, loss_fn, device_type: str, dtype) -> float:
-    """One mixed-precision step: autocast forward and loss, scaled backward, scaler step/update."""
-    import torch
-
-    optimizer.zero_grad(set_to_none=True)
-    with torch.autocast(device_type=device_type, dtype=dtype):
-        loss = loss_fn(model(inputs), targets)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
-    return loss.item()
+def _stage_off_by_one(n, opt, prec, stage, gpus):
+    shifted = {s: STAGES[min(s + 1, 3)] for s in STAGES}
+    return _breakdown_from(bytes_per_param(prec, opt), shifted, n, stage, gpus)
 
 
-# ---------------------------------------------------------------- task 7: split model
-def split_model(layers, split: int, first: str, second: str):
-    """``layers[:split]`` on ``first``, the rest on ``second``; forward moves the activations."""
+def _shard_everything(n, opt, prec, stage, gpus):
+    return memory_breakdown(n, opt, prec, 3 if stage else 0, gpus)
+
+
+# ---------------------------------------------------------------- task 2: saved for backward
+SAVE_INPUT_AND_OUTPUT = ("gelu", "silu")  # save their input; the next Linear saves their output
+
+
+def predict_saved(d: int, h: int, depth: int, act: str, batch: int, dtype: str, segments: int) -> dict:
+    """Bytes ``depth`` blocks (Linear(d, h), act, Linear(h, d)) save for backward, plain and with checkpoint_sequential."""
+    size = {"float32": 4, "bfloat16": 2}[dtype]
+    block = batch * (d + (2 if act in SAVE_INPUT_AND_OUTPUT else 1) * h) * size  # Linear 1's input + the hidden
+    boundary = batch * d * size  # what a checkpointed segment keeps: its input
+    per_segment = depth // segments  # checkpoint_sequential's segment size; the last segment takes the rest
+    last = depth - per_segment * (segments - 1)
+    return {"plain": depth * block, "checkpointed": (segments - 1) * boundary + last * block}
+
+
+def measured_saved(case) -> dict:
+    """What saved-tensor hooks count for the case's blocks, plain and checkpointed (the lesson's probe)."""
+    model, x = tasks.blocks(case)
+    return {"plain": activation_bytes(model, x),
+            "checkpointed": activation_bytes(tasks.Checkpointed(model, case["segments"]), x)}
+
+
+def _shared_counted_twice(d, h, depth, act, batch, dtype, segments):
+    return predict_saved(d, h, depth, "gelu", batch, dtype, segments)
+
+
+def _one_per_activation(d, h, depth, act, batch, dtype, segments):
+    return predict_saved(d, h, depth, "relu", batch, dtype, segments)
+
+
+def _input_forgotten(d, h, depth, act, batch, dtype, segments):
+    right = predict_saved(d, h, depth, act, batch, dtype, segments)
+    boundary = batch * d * (2 if dtype == "bfloat16" else 4)
+    return {k: v - boundary for k, v in right.items()}
+
+
+def _weights_counted(d, h, depth, act, batch, dtype, segments):
+    right = predict_saved(d, h, depth, act, batch, dtype, segments)
+    weights = 2 * d * h * (2 if dtype == "bfloat16" else 4)  # the two weight matrices of a block
+    last = depth - depth // segments * (segments - 1)
+    return {"plain": right["plain"] + depth * weights, "checkpointed": right["checkpointed"] + last * weights}
+
+
+def _last_segment_checkpointed(d, h, depth, act, batch, dtype, segments):
+    size = 2 if dtype == "bfloat16" else 4
+    return {"plain": predict_saved(d, h, depth, act, batch, dtype, segments)["plain"],
+            "checkpointed": segments * batch * d * size}
+
+
+def _even_segments(d, h, depth, act, batch, dtype, segments):
+    right = predict_saved(d, h, depth, act, batch, dtype, segments)
+    block = right["plain"] // depth
+    boundary = batch * d * (2 if dtype == "bfloat16" else 4)
+    return {"plain": right["plain"], "checkpointed": (segments - 1) * boundary + depth // segments * block}
+
+
+def _fp32_bytes(d, h, depth, act, batch, dtype, segments):
+    return predict_saved(d, h, depth, act, batch, "float32", segments)
+
+
+# ---------------------------------------------------------------- task 3: split by a memory budget
+def split_by_budget(layers, budget_bytes: int, first: str, second: str):
+    """The longest prefix of ``layers`` whose training memory (16 B/param) fits ``budget_bytes`` on ``first``."""
     import torch.nn as nn
+
+    layers = list(layers)
+    k, used = 0, 0
+    while k < len(layers):
+        cost = ADAM_MIXED * sum(p.numel() for p in layers[k].parameters())
+        if used + cost > budget_bytes:
+            break
+        used, k = used + cost, k + 1
 
     class Split(nn.Module):
         def __init__(self):
             super().__init__()
-            self.first = nn.Sequential(*list(layers)[:split]).to(first)
-            self.second = nn.Sequential(*list(layers)[split:]).to(second)
+            self.front = nn.Sequential(*layers[:k]).to(first)
+            self.back = nn.Sequential(*layers[k:]).to(second)
 
         def forward(self, x):
-            return self.second(self.first(x.to(first)).to(second))
+            return self.back(self.front(x.to(first)).to(second))
 
     return Split()
 
 
-# ---------------------------------------------------------------- expected answers of a case
-def _saved(case) -> dict:
-    model, x = tasks.blocks(case)
-    return {"plain": saved_bytes(model, x), "checkpointed": saved_bytes(tasks.Checkpointed(model, case["segments"]), x)}
+def _split_with(per_param: int = ADAM_MIXED, extra: int = 0, cut: bool = False, move: bool = True,
+                place_second: bool = True):
+    """A wrong ``split_by_budget``: another byte count, one layer too many, a cut graph or a missing move."""
+    def wrong(layers, budget_bytes, first, second):
+        import torch.nn as nn
+
+        layers = list(layers)
+        k, used = 0, 0
+        while k < len(layers):
+            cost = per_param * sum(p.numel() for p in layers[k].parameters())
+            if used + cost > budget_bytes:
+                break
+            used, k = used + cost, k + 1
+        k = min(len(layers), k + extra)
+
+        class Split(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.front = nn.Sequential(*layers[:k]).to(first)
+                self.back = nn.Sequential(*layers[k:]).to(second if place_second else first)
+
+            def forward(self, x):
+                h = self.front(x.to(first))
+                h = h.detach() if cut else h
+                return self.back(h.to(second) if move else h)
+
+        return Split()
+    return wrong
 
 
-def _accumulated(case) -> dict:
-    """Gradients and loss of one full-batch step: what accumulation over micro-batches must reproduce."""
+# ---------------------------------------------------------------- task 4: reading a loss-scale log
+def read_scaler_log(init_scale: float, scales: list) -> dict:
+    """Skipped steps, growth and backoff factors, growth interval and the next growth step of a GradScaler log."""
+    skipped, growth, backoff, interval = [], None, None, None
+    reset, before = -1, init_scale  # the last step that reset the count of good steps
+    for i, scale in enumerate(scales):
+        if scale < before:
+            skipped.append(i)
+            backoff, reset = scale / before, i
+        elif scale > before:
+            growth, interval, reset = scale / before, i - reset, i
+        before = scale
+    return {"skipped": skipped, "growth_factor": growth, "backoff_factor": backoff,
+            "growth_interval": interval, "next_growth": None if interval is None else reset + interval}
+
+
+def _log_reader(count_from_growth_only=False, off_by_one=False, changes_are_skips=False, inverted=False,
+                next_from_growth=False, one_based=False):
+    """A wrong reader of the log: each flag is one known misreading."""
+    def wrong(init_scale, scales):
+        skipped, growth, backoff, interval = [], None, None, None
+        reset = last_growth = -1
+        before = init_scale
+        for i, scale in enumerate(scales):
+            if scale != before and (scale < before or changes_are_skips):
+                skipped.append(i)
+            if scale < before:
+                backoff = before / scale if inverted else scale / before
+                if not count_from_growth_only:
+                    reset = i
+            elif scale > before:
+                growth = before / scale if inverted else scale / before
+                interval = i - reset - (1 if off_by_one else 0)
+                reset = last_growth = i
+            before = scale
+        nxt = None if interval is None else (last_growth if next_from_growth else reset) + interval
+        shift = 1 if one_based else 0
+        return {"skipped": [i + shift for i in skipped], "growth_factor": growth, "backoff_factor": backoff,
+                "growth_interval": interval, "next_growth": None if nxt is None else nxt + shift}
+    return wrong
+
+
+# ---------------------------------------------------------------- task 5: one complete training step
+def train_step(model, optimizer, scaler, inputs, targets, loss_fn, n_micro: int, max_norm: float,
+               device_type: str, dtype) -> float:
+    """Autocast micro-batches weighted by their share, scaled backward (no_sync but the last), unscale, clip, step."""
+    import torch
+
+    optimizer.zero_grad(set_to_none=True)
+    parts = list(zip(torch.tensor_split(inputs, n_micro), torch.tensor_split(targets, n_micro)))
+    no_sync = getattr(model, "no_sync", None)
+    total = 0.0
+    for i, (x, y) in enumerate(parts):
+        with no_sync() if no_sync is not None and i < len(parts) - 1 else nullcontext():
+            with torch.autocast(device_type=device_type, dtype=dtype):
+                loss = loss_fn(model(x), y) * (len(x) / len(inputs))
+            scaler.scale(loss).backward()
+        total += loss.item()
+    scaler.unscale_(optimizer)  # the true gradients, before clipping reads their norm
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    return total
+
+
+def _step_with(weight="share", clip="unscaled", clear=True, sync=True, autocast=True, update_per_micro=False):
+    """A wrong ``train_step``: each argument switches one part of the right step to a known mistake."""
+    def wrong(model, optimizer, scaler, inputs, targets, loss_fn, n_micro, max_norm, device_type, dtype):
+        import torch
+
+        if clear:
+            optimizer.zero_grad(set_to_none=True)
+        parts = list(zip(torch.tensor_split(inputs, n_micro), torch.tensor_split(targets, n_micro)))
+        no_sync = getattr(model, "no_sync", None) if sync else None
+        total = 0.0
+        for i, (x, y) in enumerate(parts):
+            factor = {"share": len(x) / len(inputs), "equal": 1 / len(parts), "none": 1.0}[weight]
+            with no_sync() if no_sync is not None and i < len(parts) - 1 else nullcontext():
+                with torch.autocast(device_type=device_type, dtype=dtype, enabled=autocast):
+                    loss = loss_fn(model(x), y) * factor
+                scaler.scale(loss).backward()
+            total += loss.item()
+            if update_per_micro:
+                scaler.step(optimizer)
+                scaler.update()
+        if update_per_micro:
+            return total
+        if clip == "unscaled":
+            scaler.unscale_(optimizer)
+        if clip != "none":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        return total
+    return wrong
+
+
+def _step_expected(case) -> dict:
+    """The update and loss of the right step, and those of each numeric mistake, computed in fp32 (no autocast).
+
+    The learner's step runs under autocast, so its update is compared with these within the tolerance of its
+    16-bit format; a mistake is named when the update is that mistake's (fp32) update instead.
+    """
+    import torch
+
     model, x, y, loss_fn = tasks.mlp(case)
-    loss = loss_fn(model(x), y)
-    loss.backward()
-    return {"loss": loss.item(), "grads": [v for p in model.parameters() for v in p.grad.flatten().tolist()]}
+    params = list(model.parameters())
+    grads, losses = [], []
+    parts = list(zip(torch.tensor_split(x, case["n_micro"]), torch.tensor_split(y, case["n_micro"])))
+    for xs, ys in parts:
+        model.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xs), ys)
+        loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in params]))
+        losses.append(loss.item())
+    shares = [len(xs) / len(x) for xs, _ in parts]
+    full = sum(s * g for s, g in zip(shares, grads))
+    scale = tasks.STEP_INIT_SCALE if case["dtype"] == "float16" else 1.0
+
+    def update(g, norm_scale=1.0, clip=True):
+        norm = float((g.double() * norm_scale).norm())
+        coef = min(1.0, case["max_norm"] / (norm + 1e-6)) if clip else 1.0
+        return (-tasks.STEP_LR * coef * g).tolist()
+
+    right = update(full)
+    variants = {"no_clip": update(full, clip=False), "stale_grads": update(full + tasks.STALE_GRAD),
+                "unweighted": update(sum(grads)), "equal_weights": update(sum(grads) / len(grads))}
+    if scale != 1.0:
+        variants["clip_before_unscale"] = update(full, norm_scale=scale)
+    return {"answer": {"delta": right, "loss": sum(s * v for s, v in zip(shares, losses))},
+            "mistakes": {name: {"delta": d} for name, d in variants.items()
+                         if tasks.relative_gap(d, right) > 4 * tasks.STEP_TOLERANCE[case["dtype"]]}}
 
 
-def _scaler_trace(case) -> list:
-    ref = DynamicLossScaler(**case["args"])
-    return [{"scaled_loss": ref.scale(case["loss"]), "result": ref.step([float(g) for g in grads]),
-             "scale": ref.get_scale()} for grads in case["steps"]]
+# ---------------------------------------------------------------- task 6: diagnosing an accumulation step
+def diagnose(step, probe_sync=True, probe_stale=True, probe_uneven=True) -> str:
+    """Which planted bug ``step`` has: run it where each bug shows and compare with one full-batch backward."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2))
+    params = list(net.parameters())
+
+    def full_batch(x, y):
+        net.zero_grad(set_to_none=True)
+        F.mse_loss(net(x), y).backward()
+        return torch.cat([p.grad.flatten() for p in params])
+
+    def run(x, y, n, prefill):
+        for p in params:
+            p.grad = torch.full_like(p, prefill)
+        model = SyncRecorder(net) if probe_sync else net
+        step(model, F.mse_loss, x, y, n)
+        return torch.cat([p.grad.flatten() for p in params]), model
+
+    x, y = torch.randn(6, 3), torch.randn(6, 2)  # 6 = 3 micro-batches of 2: every way to split agrees
+    want = full_batch(x, y)
+    got, model = run(x, y, 3, 1.0 if probe_stale else 0.0)
+    if probe_sync and model.in_no_sync == 0:
+        return "sync_every"
+    if probe_sync and model.synced == 0:
+        return "never_sync"
+    if probe_stale and torch.allclose(got - 1.0, want, atol=1e-5):
+        return "stale"
+    if torch.allclose(got, 3 * want, atol=1e-5):
+        return "unweighted"
+    if not torch.allclose(got, want, atol=1e-5):
+        return "last_only"
+    if probe_uneven:
+        x, y = torch.randn(7, 3), torch.randn(7, 2)  # 7 in 3: the micro-batches differ in size
+        got, _ = run(x, y, 3, 0.0)
+        if not torch.allclose(got, full_batch(x, y), atol=1e-5):
+            return "equal_weights"
+    return "ok"
 
 
-def _split(case) -> dict:
-    """Output and gradients of the whole model on one device (where the layers run does not change them)."""
+# ---------------------------------------------------------------- task 7: planning a training run
+MODES = tuple(data()["activations"]["modes"])
+
+
+def _states(model: dict, n: int, stage: int) -> Fraction:
+    """Model states per GPU of mixed-precision Adam at a ZeRO stage over ``n`` GPUs (task 1's rule), exactly."""
+    return memory_breakdown(Fraction(model["params"]), "adam", "mixed", stage, n)["total"]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def plan_training(model: dict, profile_id: str, global_batch: int, *, capacity=None, usable=None,
+                  activations=True, full_mode_extra=True, order=("gpus", "stage", "recompute"),
+                  any_micro_batch=False) -> dict | None:
+    """The fewest GPUs, then the lowest ZeRO stage, the least recomputation and the largest micro-batch that fit.
+
+    The keyword arguments after ``*`` switch the rule to one of the known mistakes (see ``MISTAKES``).
+    """
+    plan = data()["planning"]
+    memory = Fraction(str(usable if usable is not None else plan["usable_fraction"])) * (
+        capacity(profile_id) if capacity else profiles.get(profile_id).memory_bytes)
+    L, h, a, s = model["layers"], model["hidden"], model["heads"], model["seq"]
+
+    def act(b, mode):
+        if not activations:
+            return 0
+        if mode == "full" and not full_mode_extra:
+            return L * data()["activations"]["layer_input"] * s * b * h
+        return activation_estimate(L, h, a, s, b, mode)
+
+    def options():
+        for n in _divisors(global_batch):
+            per_gpu = global_batch // n
+            sizes = range(per_gpu, 0, -1) if any_micro_batch else sorted(_divisors(per_gpu), reverse=True)
+            for stage in range(4):
+                for mode in MODES:
+                    for b in sizes:
+                        yield n, stage, mode, b
+
+    def fits(n, stage, mode, b):
+        return _states(model, n, stage) + act(b, mode) <= memory
+
+    rank = {"gpus": lambda o: o[0], "stage": lambda o: o[1], "recompute": lambda o: MODES.index(o[2])}
+    ordered = sorted(options(), key=lambda o: tuple(rank[k](o) for k in order) + (-o[3],))
+    for n, stage, mode, b in ordered:
+        if fits(n, stage, mode, b):
+            return {"gpus": n, "stage": stage, "recompute": mode, "micro_batch": b}
+    return None
+
+
+def plan_slack(model: dict, profile_id: str, global_batch: int) -> Fraction:
+    """The smallest relative margin between any option's need and the usable memory (hidden cases keep clear of 0)."""
+    memory = Fraction(str(data()["planning"]["usable_fraction"])) * profiles.get(profile_id).memory_bytes
+    L, h, a, s = model["layers"], model["hidden"], model["heads"], model["seq"]
+    worst = None
+    for n in _divisors(global_batch):
+        for stage in range(4):
+            states = _states(model, n, stage)
+            for mode in MODES:
+                for b in _divisors(global_batch // n):
+                    gap = abs(states + activation_estimate(L, h, a, s, b, mode) - memory) / memory
+                    worst = gap if worst is None else min(worst, gap)
+    return worst
+
+
+# ---------------------------------------------------------------- expected answers of a case
+def _run_all(name, reference, mistakes):
+    """EXPECT entry: the reference's answer and each mistake's, both as the task's ``answer`` records them."""
+    task = tasks.TASKS[name]
+
+    def expect(case):
+        return {"answer": canonical(task.answer(reference, case)),
+                "mistakes": {k: canonical(task.answer(wrong, case)) for k, wrong in mistakes.items()}}
+    return expect
+
+
+def measurable(case) -> bool:
+    """Whether a case of task 2 is small enough to build and measure (larger ones are predicted by the rule)."""
+    d, h = case["dims"]
+    size = 2 if case["dtype"] == "bfloat16" else 4
+    weights = case["depth"] * (2 * d * h + d + h) * size
+    saved = predict_saved(d, h, case["depth"], case["act"], case["batch"], case["dtype"], case["segments"])["plain"]
+    return weights + saved <= 10**8
+
+
+def _saved_expected(case) -> dict:
+    """The bytes the hooks measure (the rule's prediction for a case too large to build: tests check the two agree)."""
+    d, h = case["dims"]
+    args = (d, h, case["depth"], case["act"], case["batch"], case["dtype"], case["segments"])
+    wrong = {k: canonical(tasks.TASKS["saved"].answer(fn, case)) for k, fn in MISTAKES["saved"].items()}
+    return {"answer": measured_saved(case) if measurable(case) else predict_saved(*args), "mistakes": wrong}
+
+
+def _split_expected(case) -> dict:
+    """Where each parameter must sit, and the output and gradients of the unsplit model."""
     layers, x = tasks.sequence(case)
     out = layers(x)
     out.sum().backward()
-    return {"out": out.detach().tolist(), "grads": [v for p in layers.parameters() for v in p.grad.flatten().tolist()]}
+    return {"answer": {"devices": tasks.placement(layers, split_by_budget, case),
+                       "out": out.detach().tolist(),
+                       "grads": [v for p in layers.parameters() for v in p.grad.flatten().tolist()]},
+            "mistakes": {k: {"devices": tasks.placement(layers, fn, case)} for k, fn in MISTAKES["split"].items()
+                         if k in ("weights_only", "overflow_layer_included")}}
 
+
+MISTAKES = {
+    "breakdown": {"no_master": _no_master, "all_16_bit": _all_16_bit, "fp32_grads_ignored": _fp32_grads_ignored,
+                  "stage_off_by_one": _stage_off_by_one, "shard_everything": _shard_everything},
+    "saved": {"shared_counted_twice": _shared_counted_twice, "one_per_activation": _one_per_activation,
+              "input_forgotten": _input_forgotten, "weights_counted": _weights_counted,
+              "last_segment_checkpointed": _last_segment_checkpointed, "even_segments": _even_segments,
+              "fp32_bytes": _fp32_bytes},
+    "split": {"weights_only": _split_with(per_param=4), "overflow_layer_included": _split_with(extra=1),
+              "graph_cut": _split_with(cut=True), "activations_not_moved": _split_with(move=False),
+              "second_part_not_placed": _split_with(place_second=False, move=False)},
+    "scaler_log": {"reset_only_on_growth": _log_reader(count_from_growth_only=True),
+                   "interval_off_by_one": _log_reader(off_by_one=True),
+                   "growth_counted_as_skip": _log_reader(changes_are_skips=True),
+                   "factors_inverted": _log_reader(inverted=True),
+                   "next_growth_ignores_skips": _log_reader(next_from_growth=True),
+                   "one_based": _log_reader(one_based=True)},
+    "step": {"no_clip": _step_with(clip="none"), "clip_before_unscale": _step_with(clip="scaled"),
+             "unweighted": _step_with(weight="none"), "equal_weights": _step_with(weight="equal"),
+             "stale_grads": _step_with(clear=False), "sync_every_micro_batch": _step_with(sync=False),
+             "no_autocast": _step_with(autocast=False), "update_per_micro_batch": _step_with(update_per_micro=True)},
+    "audit": {"no_sync_probe": lambda step: diagnose(step, probe_sync=False),
+              "no_stale_probe": lambda step: diagnose(step, probe_stale=False),
+              "even_splits_only": lambda step: diagnose(step, probe_uneven=False)},
+    "plan": {"gb_for_gib": lambda m, p, b: plan_training(m, p, b, capacity=lambda pid: profiles.get(pid).memory_gib * 10**9),
+             "whole_memory": lambda m, p, b: plan_training(m, p, b, usable=1),
+             "no_activations": lambda m, p, b: plan_training(m, p, b, activations=False),
+             "full_keeps_inputs_only": lambda m, p, b: plan_training(m, p, b, full_mode_extra=False),
+             "recompute_before_stage": lambda m, p, b: plan_training(m, p, b, order=("gpus", "recompute", "stage")),
+             "micro_batch_not_a_divisor": lambda m, p, b: plan_training(m, p, b, any_micro_batch=True)},
+}
 
 EXPECT = {
-    "breakdown": lambda c: memory_breakdown(c["params"], c["optimizer"], c["precision"], c["stage"], c["gpus"]),
-    "gpus": lambda c: gpus_needed(c["params"], c["profile"]),
-    "saved": _saved,
-    "accumulate": _accumulated,
-    "scaler": _scaler_trace,
-    "split": _split,
+    "breakdown": _run_all("breakdown", memory_breakdown, MISTAKES["breakdown"]),
+    "saved": _saved_expected,
+    "split": _split_expected,
+    "scaler_log": _run_all("scaler_log", read_scaler_log, MISTAKES["scaler_log"]),
+    "step": _step_expected,
+    "plan": _run_all("plan", plan_training, MISTAKES["plan"]),
 }
 
 
 # ---------------------------------------------------------------- hidden cases
 OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
-PRECISIONS = ("fp32", "mixed", "bf16")
+PRECISIONS = ("fp32", "mixed", "mixed_fp32_grads", "bf16")
+ACTS = ("relu", "gelu", "tanh", "sigmoid", "silu")
 
 
 def _breakdown_hidden(rng) -> list:
-    cases = []
-    for _ in range(10):
-        cases.append({"params": float(rng.randrange(10**6, 10**12)), "optimizer": rng.choice(OPTIMIZERS),
-                      "precision": rng.choice(PRECISIONS), "stage": rng.randrange(4),
-                      "gpus": rng.choice([1, 2, 3, 6, 8, 64, 100, 1024])})
-    cases.append({"params": 0.0, "optimizer": "adamw", "precision": "mixed", "stage": 3, "gpus": 8})
-    cases.append({"params": 1.3e9, "optimizer": "momentum", "precision": "bf16", "stage": 1, "gpus": 1})
-    return cases
-
-
-def _gpus_hidden(rng) -> list:
-    plan = data()["planning"]
-    ids = sorted(p.id for kind in ("gpu", "tpu") for p in profiles.all_of(kind) if p.memory_gib)
-    cases = []
-    while len(cases) < 10:
-        pid = rng.choice(ids)
-        params = int(10 ** rng.uniform(8, 12.3))
-        per_gpu = Fraction(str(plan["usable_fraction"])) * Fraction(str(profiles.get(pid).memory_gib)) * 2**30
-        ratios = [Fraction(params * b) / per_gpu for b in (plan["train_bytes_per_param"], plan["infer_bytes_per_param"])]
-        if all(abs(r - round(r)) > Fraction(1, 10**6) for r in ratios):  # keep clear of exact boundaries
-            cases.append({"params": params, "profile": pid})
-    return cases
+    cases = [{"params": float(rng.randrange(10**6, 10**12)), "optimizer": rng.choice(OPTIMIZERS),
+              "precision": rng.choice(PRECISIONS), "stage": rng.randrange(4),
+              "gpus": rng.choice([1, 2, 3, 6, 8, 64, 100, 1024])} for _ in range(10)]
+    return cases + [{"params": 0.0, "optimizer": "adamw", "precision": "mixed", "stage": 3, "gpus": 8},
+                    {"params": 1.3e9, "optimizer": "momentum", "precision": "bf16", "stage": 1, "gpus": 1}]
 
 
 def _saved_hidden(rng) -> list:
-    return [{"dims": [rng.choice([8, 24, 40]), rng.choice([32, 96])], "depth": rng.randrange(3, 7),
-             "act": rng.choice(["relu", "gelu", "tanh"]), "batch": rng.randrange(2, 33),
-             "dtype": rng.choice(["float32", "bfloat16"]), "segments": rng.randrange(2, 4)} for _ in range(4)]
-
-
-def _accumulate_hidden(rng) -> list:
+    """Three small cases (measured) and two far too large to build (tens of GB: predicted by the rule)."""
     cases = []
-    for _ in range(4):
-        batch = rng.randrange(5, 40)
-        cases.append({"seed": rng.randrange(10**6), "sizes": [rng.randrange(2, 9), rng.randrange(4, 17),
-                                                              rng.randrange(2, 6)],
-                      "batch": batch, "n_micro": rng.randrange(2, min(batch, 7) + 1), "loss": rng.choice(["mse", "ce"])})
-    cases.append({"seed": 7, "sizes": [3, 4, 2], "batch": 9, "n_micro": 1, "loss": "mse"})
-    return cases
-
-
-def _steps(rng, n: int, bad: float) -> list:
-    out = []
-    for _ in range(n):
-        grads = [round(rng.uniform(-4, 4), 3) for _ in range(3)]
-        if rng.random() < bad:
-            grads[rng.randrange(3)] = rng.choice(["inf", "-inf", "nan"])
-        out.append(grads)
-    return out
-
-
-def _scaler_hidden(rng) -> list:
-    cases = [{"args": {"init_scale": float(rng.choice([2**k for k in range(4, 17)])),
-                       "growth_factor": rng.choice([2.0, 3.0, 1.5]), "backoff_factor": rng.choice([0.5, 0.25, 0.1]),
-                       "growth_interval": rng.randrange(1, 6)},
-              "loss": round(rng.uniform(0.1, 5), 3), "steps": _steps(rng, 16, 0.3)} for _ in range(3)]
-    cases.append({"args": {"init_scale": 1e308, "growth_factor": 10.0, "backoff_factor": 0.5, "growth_interval": 1},
-                  "loss": 1.0, "steps": [[1.0, 2.0], [1.0, 2.0], ["inf", 0.0], [1.0, 2.0]]})
+    for _ in range(3):
+        depth = rng.randrange(2, 8)
+        cases.append({"dims": [rng.choice([8, 24, 40]), rng.choice([32, 48, 96])], "depth": depth,
+                      "act": rng.choice(ACTS), "batch": rng.randrange(1, 33),
+                      "dtype": rng.choice(["float32", "bfloat16"]), "segments": rng.randrange(2, depth + 1)})
+    for _ in range(2):
+        depth = rng.randrange(24, 97)
+        d = rng.choice([4096, 5120, 8192])
+        cases.append({"dims": [d, 4 * d], "depth": depth, "act": rng.choice(ACTS), "batch": rng.randrange(16, 129),
+                      "dtype": rng.choice(["float32", "bfloat16"]), "segments": rng.randrange(2, depth + 1)})
     return cases
 
 
@@ -287,19 +559,97 @@ def _split_hidden(rng) -> list:
     cases = []
     for _ in range(3):
         widths = [rng.randrange(2, 12) for _ in range(rng.randrange(3, 6))]
-        cases.append({"seed": rng.randrange(10**6), "widths": widths, "split": rng.randrange(1, 2 * (len(widths) - 1)),
-                      "batch": rng.randrange(1, 9)})
-    cases.append({"seed": 5, "widths": [3, 5, 2], "split": 0, "batch": 3})
-    cases.append({"seed": 6, "widths": [3, 5, 2], "split": 4, "batch": 3})
+        costs = [ADAM_MIXED * (a * b + b) for a, b in zip(widths, widths[1:])]
+        budget = rng.randrange(0, sum(costs) + 1)
+        cases.append({"seed": rng.randrange(10**6), "widths": widths, "budget": budget, "batch": rng.randrange(1, 9)})
+    cases.append({"seed": 5, "widths": [3, 5, 2], "budget": 0, "batch": 3})
+    cases.append({"seed": 6, "widths": [3, 5, 2], "budget": 10**6, "batch": 3})
+    return cases
+
+
+def scaler_trace(rng, steps: int = 40) -> dict:
+    """A log of ``torch.amp.GradScaler("cpu")``'s scale after each step, with random settings and planted overflows."""
+    import warnings
+
+    import torch
+
+    args = {"init_scale": float(2 ** rng.randrange(8, 17)), "growth_factor": rng.choice([2.0, 4.0, 1.5]),
+            "backoff_factor": rng.choice([0.5, 0.25, 0.125]), "growth_interval": rng.randrange(2, 7)}
+    p = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([p], lr=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scaler = torch.amp.GradScaler("cpu", **args)
+    scales = []
+    for _ in range(steps):
+        opt.zero_grad()
+        scaler.scale(p.sum()).backward()
+        if rng.random() < 0.15:
+            p.grad[rng.randrange(3)] = float(rng.choice(["inf", "nan"]))
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+    return {"init_scale": args["init_scale"], "scales": scales}
+
+
+def _scaler_hidden(rng) -> list:
+    cases = []
+    while len(cases) < 4:
+        case = scaler_trace(rng)
+        read = read_scaler_log(**case)
+        if read["growth_factor"] is not None and read["backoff_factor"] is not None:  # the log shows both events
+            cases.append(case)
+    return cases
+
+
+def _step_hidden(rng) -> list:
+    import torch
+
+    cases = []
+    for i in range(4):
+        batch = rng.randrange(4, 13)
+        case = {"seed": rng.randrange(10**6), "sizes": [rng.randrange(3, 9), rng.randrange(4, 17), rng.randrange(2, 6)],
+                "batch": batch, "n_micro": rng.randrange(2, min(batch, 5) + 1), "loss": rng.choice(["mse", "ce"]),
+                "dtype": ("float16", "bfloat16")[i % 2], "max_norm": 1.0}
+        model, x, y, loss_fn = tasks.mlp(case)
+        loss_fn(model(x), y).backward()
+        norm = float(torch.cat([p.grad.flatten() for p in model.parameters()]).norm())
+        case["max_norm"] = round(norm * rng.choice([0.3, 0.5, 3.0]), 4)  # binding or not
+        cases.append(case)
+    return cases
+
+
+def _audit_hidden(rng) -> list:
+    bugs = list(tasks.BUGS)
+    rng.shuffle(bugs)
+    return [{"bug": bug, "style": rng.randrange(1, 8)} for bug in bugs[:6]]
+
+
+MODELS = (  # transformer shapes (params, layers, hidden, heads), from small to large
+    (125_000_000, 12, 768, 12), (350_000_000, 24, 1024, 16), (1_300_000_000, 24, 2048, 16),
+    (2_700_000_000, 32, 2560, 32), (6_700_000_000, 32, 4096, 32), (13_000_000_000, 40, 5120, 40),
+    (30_000_000_000, 60, 6656, 52), (70_000_000_000, 80, 8192, 64))
+
+
+def _plan_hidden(rng) -> list:
+    ids = sorted(p.id for kind in ("gpu", "tpu") for p in profiles.all_of(kind) if p.memory_gib)
+    cases = []
+    while len(cases) < 5:
+        params, layers, hidden, heads = rng.choice(MODELS)
+        model = {"params": params, "layers": layers, "hidden": hidden, "heads": heads,
+                 "seq": rng.choice([512, 1024, 2048, 4096, 8192])}
+        case = {"model": model, "profile": rng.choice(ids), "global_batch": rng.choice([8, 16, 32, 48, 64, 96, 128, 256])}
+        if plan_slack(model, case["profile"], case["global_batch"]) > Fraction(1, 10**6):  # clear of exact ties
+            cases.append(case)
     return cases
 
 
 HIDDEN = {
     "breakdown": _breakdown_hidden,
-    "gpus": _gpus_hidden,
     "saved": _saved_hidden,
-    "accumulate": _accumulate_hidden,
-    "scaler": _scaler_hidden,
-    "amp": lambda rng: [{"seed": rng.randrange(1, 10**6), "dtype": "auto"}, {"seed": rng.randrange(1, 10**6), "dtype": "other"}],
     "split": _split_hidden,
+    "scaler_log": _scaler_hidden,
+    "step": _step_hidden,
+    "audit": _audit_hidden,
+    "plan": _plan_hidden,
 }

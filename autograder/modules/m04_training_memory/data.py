@@ -11,6 +11,6 @@ FOLDER = Path(__file__).resolve().parent / "data"
 
 @lru_cache(maxsize=None)
 def table(name: str) -> dict:
-    """``data/<name>.yaml``: ``memory`` (bytes per parameter, optimizer states, ZeRO stages, planning rule),
-    ``amp`` (steps, per-format tolerance, required loss drop) or ``deepspeed``."""
+    """``data/<name>.yaml``: ``memory`` (bytes per parameter, optimizer states, ZeRO stages, activations, planning
+    rule), ``amp`` (the tolerance of a mixed-precision step), ``scaler_logs`` or ``deepspeed``."""
     return read_yaml(FOLDER / f"{name}.yaml")

@@ -1,5 +1,7 @@
 """Module 04 lesson helpers: a tiny language model to train, peak-memory probes per backend,
-the four memory-saving techniques measured side by side, and the decision diagram.
+the four memory-saving techniques measured side by side, the decision diagram, the bytes of each
+training recipe, the activation estimate of a transformer (Korthikanti et al.), the GPU calculator
+and the lesson's figures.
 
 Peak memory is read the way each backend allows: CUDA counts every allocation
 (``torch.cuda.max_memory_allocated``); MPS has no peak counter, so the driver's allocated
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...i18n import Message, msg
+from .data import table
 
 TECHNIQUES = ("plain", "autocast", "checkpoint", "accumulation")
 MICRO_BATCHES = 4
@@ -128,13 +131,13 @@ def _scaler_works(torch, kind: str) -> bool:
         return False
 
 
-def grad_scaler(device: str, dtype):
-    """A ``torch.amp.GradScaler`` that is on for fp16 and a pass-through for bf16/fp32."""
+def grad_scaler(device: str, dtype, **settings):
+    """A ``torch.amp.GradScaler`` (``settings``: init_scale, growth_interval, ...) on for fp16, a pass-through otherwise."""
     import torch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "GradScaler is enabled, but CUDA is not available" style notices
-        return torch.amp.GradScaler(str(device).split(":")[0], enabled=dtype == torch.float16)
+        return torch.amp.GradScaler(str(device).split(":")[0], enabled=dtype == torch.float16, **settings)
 
 
 # ---------------------------------------------------------------- probes
@@ -246,27 +249,32 @@ def probe_for(device: str):
 
 
 # ---------------------------------------------------------------- one training step
-def train_step(model, optimizer, tokens, targets, *, probe=None, amp=None, scaler=None, micro: int = 1) -> float:
-    """One optimizer step over ``micro`` micro-batches (mean loss of the whole batch); returns the loss."""
+def lm_loss(model, tokens, targets, amp=None):
+    """Next-token cross-entropy of ``model`` on a batch, under autocast in ``amp`` when given."""
     import torch
     import torch.nn.functional as F
 
+    cast = torch.autocast(device_type=tokens.device.type, dtype=amp) if amp is not None else nullcontext()
+    with cast:
+        return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten())
+
+
+def train_step(model, optimizer, tokens, targets, *, probe=None, amp=None, scaler=None, micro: int = 1) -> float:
+    """One optimizer step over ``micro`` chunks of the batch (each weighted by its share); returns the loss."""
     probe = probe or NoProbe()
-    kind = tokens.device.type
     optimizer.zero_grad(set_to_none=True)
-    total = 0.0
-    for x, y in zip(tokens.chunk(micro), targets.chunk(micro)):
-        cast = torch.autocast(device_type=kind, dtype=amp) if amp is not None else nullcontext()
-        with probe.forward(), cast:
-            loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten()) * (len(x) / len(tokens))
-        (scaler.scale(loss) if scaler is not None else loss).backward()
-        total += loss.item()
-    if scaler is not None:
+    losses = []
+    for chunk, chunk_targets in zip(tokens.chunk(micro), targets.chunk(micro)):
+        with probe.forward():
+            part = lm_loss(model, chunk, chunk_targets, amp) * (chunk.shape[0] / tokens.shape[0])
+        (scaler.scale(part) if scaler is not None else part).backward()
+        losses.append(part.item())
+    if scaler is None:
+        optimizer.step()
+    else:
         scaler.step(optimizer)
         scaler.update()
-    else:
-        optimizer.step()
-    return total
+    return sum(losses)
 
 
 @dataclass
@@ -367,50 +375,80 @@ def decision_diagram(ax=None):
 
 
 # ---------------------------------------------------------------- lesson figures and tables
-GB = 1e9
-RECIPES = (("fp32", "adam"), ("mixed", "adam"), ("bf16", "adam"), ("fp32", "momentum"), ("fp32", "sgd"))
+GB, GIB = 1e9, 2**30  # model-state sizes are quoted in GB (as the ZeRO paper does); GPU capacities are binary (GiB)
+RECIPES = (("fp32", "adam"), ("mixed", "adam"), ("mixed_fp32_grads", "adam"), ("bf16", "adam"), ("fp32", "momentum"),
+           ("fp32", "sgd"))
 PART_COLORS = (("weights", "#4c72b0"), ("gradients", "#dd8452"), ("optimizer", "#55a868"))
+
+
+def part_names() -> dict:
+    """The three kinds of model state, as tables and legends show them."""
+    from ...lesson import t
+
+    return {"weights": t("가중치", "weights"), "gradients": t("그래디언트", "gradients"),
+            "optimizer": t("옵티마이저 상태", "optimizer states")}
 
 
 def bytes_per_param(precision: str, optimizer: str) -> dict:
     """Bytes per parameter of weights, gradients and optimizer states (fp32 master copy included)."""
-    from .data import table
-
     p = table("memory")["precisions"][precision]
     states = table("memory")["optimizers"][optimizer]["states"]
     return {"weights": p["weights"], "gradients": p["gradients"], "optimizer": p["master"] + states * p["state"]}
 
 
+def activation_estimate(layers: int, hidden: int, heads: int, seq: int, micro_batch: int, mode: str = "none") -> int:
+    """Activation bytes of a transformer for one micro-batch (Korthikanti et al. 2022, ``data/memory.yaml``).
+
+    ``mode``: "none" keeps everything, "selective" recomputes the attention scores, "full" keeps each
+    layer's input and recomputes one layer at a time during the backward pass.
+    """
+    c = table("memory")["activations"]
+    if mode not in c["modes"]:
+        raise ValueError(f"mode은(는) {c['modes']} 중 하나 / mode must be one of {c['modes']}: {mode!r}")
+    tokens = seq * micro_batch * hidden
+    layer = c["linear"] * tokens + c["attention"] * heads * seq * seq * micro_batch
+    if mode == "none":
+        return layers * layer
+    if mode == "selective":
+        return layers * c["linear"] * tokens
+    return layers * c["layer_input"] * tokens + layer
+
+
 def recipe_rows(n_params: float = 7e9) -> list[dict]:
-    """One row per training recipe: bytes per parameter and the model states of ``n_params`` in GB."""
+    """One row per training recipe: bytes per parameter and the model states of ``n_params`` in GB and GiB."""
     from ...lesson import t
 
-    rows = []
+    names, rows = part_names(), []
     for precision, optimizer in RECIPES:
         b = bytes_per_param(precision, optimizer)
-        rows.append({t("방식", "recipe"): f"{precision} + {optimizer}", **b, t("합계 B/param", "total B/param"): sum(b.values()),
-                     t("7B 모델 (GB)", "7B model (GB)"): n_params * sum(b.values()) / GB})
+        total = n_params * sum(b.values())
+        rows.append({t("방식", "recipe"): f"{precision} + {optimizer}", **{names[k]: v for k, v in b.items()},
+                     t("합계 B/param", "total B/param"): sum(b.values()),
+                     t(f"{n_params / 1e9:g}B 모델(GB)", f"{n_params / 1e9:g}B model (GB)"): round(total / GB, 1),
+                     t(f"{n_params / 1e9:g}B 모델(GiB)", f"{n_params / 1e9:g}B model (GiB)"): round(total / GIB, 1)})
     return rows
 
 
 def plot_recipes(n_params: float = 7e9, profile_id: str = "h100_sxm"):
-    """Stacked bars of weights, gradients and optimizer states per recipe, beside one GPU's memory."""
+    """Stacked bars of weights, gradients and optimizer states per recipe (GiB), beside one GPU's capacity."""
     import matplotlib.pyplot as plt
 
     from ... import profiles
     from ...lesson import t
 
-    gpu = profiles.get(profile_id)
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    gpu, names = profiles.get(profile_id), part_names()
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     labels, bottom = [f"{p}\n{o}" for p, o in RECIPES], [0.0] * len(RECIPES)
     for part, color in PART_COLORS:
-        values = [n_params * bytes_per_param(p, o)[part] / GB for p, o in RECIPES]
-        ax.bar(labels, values, bottom=bottom, color=color, label=part)
+        values = [n_params * bytes_per_param(p, o)[part] / GIB for p, o in RECIPES]
+        ax.bar(labels, values, bottom=bottom, color=color, label=names[part])
         bottom = [b + v for b, v in zip(bottom, values)]
-    ax.axhline(gpu.memory_bytes / GB, color="#c44e52", ls="--")
-    ax.text(len(RECIPES) - 0.5, gpu.memory_bytes / GB + 3, f"{gpu.label}: {gpu.memory_gib:g} GiB", ha="right", color="#c44e52")
-    ax.set_ylabel("GB")
-    ax.set_title(t("7B 모델의 model state (activation 제외)", "Model states of a 7B model (activations not included)"))
+    ax.axhline(gpu.memory_gib, color="#c44e52", ls="--")
+    ax.text(len(RECIPES) - 0.5, gpu.memory_gib + 3, f"{gpu.label}: {gpu.memory_gib:g} GiB", ha="right", color="#c44e52")
+    ax.set_ylabel("GiB")
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_title(t(f"{n_params / 1e9:g}B 모델의 모델 상태(활성값 제외)",
+                   f"Model states of a {n_params / 1e9:g}B model (activations not included)"))
     ax.legend()
     return fig
 
@@ -447,24 +485,41 @@ def plot_activation_sweep(measured: dict):
 
     from ...lesson import t
 
-    names = {"size": t("batch 크기", "batch size"), "seq": t("sequence 길이", "sequence length"), "layers": t("층 수", "layers")}
+    names = {"size": t("배치 크기", "batch size"), "seq": t("시퀀스 길이", "sequence length"),
+             "layers": t("층 수", "layers")}
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     for ax, (knob, values) in zip(axes, ACTIVATION_SWEEPS.items()):
         ax.plot(values, measured[knob], "o-")
         ax.set_xlabel(names[knob])
         ax.set_ylabel("MiB")
         ax.grid(alpha=0.3)
-    fig.suptitle(t("작은 transformer가 backward용으로 저장하는 activation (측정)",
-                   "Activations a small transformer saves for backward (measured)"))
+    fig.suptitle(t("작은 transformer가 역전파용으로 저장하는 활성값(측정)",
+                   "Activations a small transformer saves for the backward pass (measured)"))
     fig.tight_layout()
     return fig
+
+
+def activation_rows(model: dict, micro_batches=(1, 8)) -> list[dict]:
+    """The activation estimate of ``model`` (layers, hidden, heads, seq) per recomputation mode, in GiB."""
+    from ...lesson import t
+
+    modes = {"none": t("없음(전부 보관)", "none (keep everything)"),
+             "selective": t("선택적(어텐션 점수 재계산)", "selective (recompute the attention scores)"),
+             "full": t("전체(층 입력만 보관)", "full (keep the layer inputs only)")}
+    return [{t("재계산", "recomputation"): label,
+             **{t(f"마이크로배치 {b} (GiB)", f"micro-batch {b} (GiB)"):
+                round(activation_estimate(model["layers"], model["hidden"], model["heads"], model["seq"], b, mode) / GIB, 2)
+                for b in micro_batches}}
+            for mode, label in modes.items()]
 
 
 # ---------------------------------------------------------------- the GPU-count calculator
 def recipe_modes() -> dict:
     from ...lesson import t
 
-    return {"mixed_adam": (t("학습: mixed precision Adam", "train: mixed-precision Adam"), ("mixed", "adam")),
+    return {"mixed_adam": (t("학습: 혼합 정밀도 Adam", "train: mixed-precision Adam"), ("mixed", "adam")),
+            "mixed_fp32_grads_adam": (t("학습: 혼합 정밀도 Adam, fp32 그래디언트", "train: mixed-precision Adam, fp32 gradients"),
+                                      ("mixed_fp32_grads", "adam")),
             "fp32_adam": (t("학습: fp32 Adam", "train: fp32 Adam"), ("fp32", "adam")),
             "bf16_adam": (t("학습: 순수 bf16 Adam", "train: pure bf16 Adam"), ("bf16", "adam")),
             "infer": (t("추론: bf16 가중치만", "inference: bf16 weights only"), None)}
@@ -472,37 +527,34 @@ def recipe_modes() -> dict:
 
 def split_bytes(n_params: float, mode: str, stage: int) -> tuple[float, float]:
     """(bytes every GPU keeps whole, bytes divided over the GPUs) at this ZeRO stage."""
-    from .data import table
-
     recipe = recipe_modes()[mode][1]
-    if recipe is None:
-        return 0.0, 2.0 * n_params  # inference: bf16 weights split evenly
+    if recipe is None:  # inference: bf16 weights split evenly
+        return 0.0, table("memory")["planning"]["infer_bytes_per_param"] * n_params
     b = bytes_per_param(*recipe)
     sharded = table("memory")["zero_stages"][stage]
     return (sum(n_params * v for k, v in b.items() if k not in sharded),
             sum(n_params * v for k, v in b.items() if k in sharded))
 
 
-def fit_rows(n_params: float, mode: str, stage: int, gpus: int, act_gb: float) -> list[dict]:
-    """Each accelerator with memory: GB needed per GPU, whether ``gpus`` of them fit, the fewest that fit."""
+def fit_rows(n_params: float, mode: str, stage: int, gpus: int, act_gib: float) -> list[dict]:
+    """Each accelerator with memory: GiB needed per GPU, whether ``gpus`` of them fit, the fewest that fit."""
     import math
 
     from ... import profiles
     from ...lesson import t
-    from .data import table
 
     usable = table("memory")["planning"]["usable_fraction"]
     whole, shared = split_bytes(n_params, mode, stage)
-    need = (whole + shared / gpus) / GB + act_gb
+    need = whole + shared / gpus + act_gib * GIB
     rows = []
     for p in profiles.all_of():
         if not p.memory_gib:
             continue
-        room = usable * p.memory_bytes - whole - act_gb * GB
+        room = usable * p.memory_bytes - whole - act_gib * GIB
         fewest = None if room <= 0 else (max(1, math.ceil(shared / room)) if shared else 1)
         rows.append({t("장치", "device"): p.label, t("메모리 GiB", "memory GiB"): p.memory_gib,
-                     t("GPU당 필요 GB", "needed GB per GPU"): round(need, 1),
-                     t(f"{gpus}장에 들어감", f"fits on {gpus}"): "✅" if need * GB <= usable * p.memory_bytes else "❌",
+                     t("GPU당 필요 GiB", "needed GiB per GPU"): round(need / GIB, 1),
+                     t(f"{gpus}장에 들어감", f"fits on {gpus}"): "✅" if need <= usable * p.memory_bytes else "❌",
                      t("최소 GPU 수", "minimum GPUs"): fewest if fewest is not None else "—"})
     return rows
 
@@ -520,7 +572,7 @@ def memory_calculator():
                             description=t("방식", "recipe"))
     stage = widgets.Dropdown(options=[0, 1, 2, 3], value=0, description="ZeRO stage")
     gpus = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=1, description=t("GPU 수", "GPUs"))
-    act = widgets.FloatSlider(value=4.0, min=0, max=60, step=0.5, description=t("activation GB", "activations GB"))
+    act = widgets.FloatSlider(value=4.0, min=0, max=60, step=0.5, description=t("활성값 GiB", "activations GiB"))
     out = widgets.Output()
 
     def render(*_):
@@ -537,29 +589,41 @@ def memory_calculator():
     render()
 
 
+def zero_rows() -> list[dict]:
+    """Model states per GPU of the ZeRO paper's example at each stage, computed here beside the paper's figures."""
+    from ...lesson import t
+
+    ex = table("memory")["zero_paper_example"]
+    rows = []
+    for stage in range(4):
+        whole, shared = split_bytes(ex["params"], "mixed_adam", stage)
+        rows.append({"stage": stage, t("계산(GB)", "computed (GB)"): round((whole + shared / ex["gpus"]) / GB, 2),
+                     t("ZeRO 논문(GB)", "ZeRO paper (GB)"): ex["gb_per_stage"][stage]})
+    return rows
+
+
 def plot_zero_stages(n_params: float = 7.5e9, profile_ids=("h100_sxm", "rtx_4090")):
-    """Model states per GPU against the GPU count, one line per ZeRO stage, beside 90 % of some GPUs."""
+    """Model states per GPU (GiB) against the GPU count, one line per ZeRO stage, beside 90 % of some GPUs."""
     import matplotlib.pyplot as plt
 
     from ... import profiles
     from ...lesson import t
-    from .data import table
 
     usable = table("memory")["planning"]["usable_fraction"]
     gpus = [1, 2, 4, 8, 16, 32, 64, 128]
     fig, ax = plt.subplots(figsize=(8, 3.8))
     for stage in range(4):
         whole, shared = split_bytes(n_params, "mixed_adam", stage)
-        ax.plot(gpus, [(whole + shared / n) / GB for n in gpus], "o-", label=f"ZeRO stage {stage}")
+        ax.plot(gpus, [(whole + shared / n) / GIB for n in gpus], "o-", label=f"ZeRO stage {stage}")
     for pid in profile_ids:
         p = profiles.get(pid)
-        ax.axhline(usable * p.memory_bytes / GB, ls="--", color="gray")
-        ax.text(gpus[-1], usable * p.memory_bytes / GB * 1.08, f"{usable:.0%} {p.label}", ha="right", fontsize=8, color="gray")
+        ax.axhline(usable * p.memory_gib, ls="--", color="gray")
+        ax.text(gpus[-1], usable * p.memory_gib * 1.08, f"{usable:.0%} {p.label}", ha="right", fontsize=8, color="gray")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(t("GPU 수 N", "GPUs N"))
-    ax.set_ylabel(t("GPU당 model state (GB)", "model states per GPU (GB)"))
-    ax.set_title(t(f"{n_params / 1e9:g}B 모델, mixed precision Adam", f"{n_params / 1e9:g}B model, mixed-precision Adam"))
+    ax.set_ylabel(t("GPU당 모델 상태(GiB)", "model states per GPU (GiB)"))
+    ax.set_title(t(f"{n_params / 1e9:g}B 모델, 혼합 정밀도 Adam", f"{n_params / 1e9:g}B model, mixed-precision Adam"))
     ax.legend(fontsize=8)
     return fig
 
@@ -579,7 +643,7 @@ def autocast_rows(device: str, dtype) -> list[dict]:
     ops = {"linear": lambda: lin(x), "matmul": lambda: x @ x.T, "layer_norm": lambda: ln(lin(x)),
            "softmax": lambda: torch.softmax(lin(x), -1), "gelu": lambda: F.gelu(lin(x)), "sum": lambda: lin(x).sum(),
            "cross_entropy": lambda: F.cross_entropy(lin(x), target), "mse_loss": lambda: F.mse_loss(lin(x), x)}
-    name = t("결과 dtype", "result dtype")
+    name = t("결과 형식", "result dtype")
     with torch.autocast(device_type=device, dtype=dtype):
         rows = [{"op": op, name: str(fn().dtype).replace("torch.", "")} for op, fn in ops.items()]
     return rows + [{"op": t("파라미터 lin.weight", "parameter lin.weight"), name: str(lin.weight.dtype).replace("torch.", "")}]
@@ -594,7 +658,8 @@ def plot_grad_scaler(steps: int = 40, overflows=(12, 13, 27)):
 
     p = torch.nn.Parameter(torch.ones(4))
     opt = torch.optim.SGD([p], lr=1e-3)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=5)
+    scaler = grad_scaler("cpu", torch.float16, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                         growth_interval=5)
     scales, skipped = [], []
     for step in range(steps):
         opt.zero_grad()
@@ -609,12 +674,12 @@ def plot_grad_scaler(steps: int = 40, overflows=(12, 13, 27)):
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.step(range(steps), scales, where="post")
     ax.scatter([i for i, s in enumerate(skipped) if s], [scales[i] for i, s in enumerate(skipped) if s],
-               color="#c44e52", zorder=3, label=t("건너뛴 스텝 (inf)", "skipped step (inf)"))
+               color="#c44e52", zorder=3, label=t("건너뛴 스텝(inf)", "skipped step (inf)"))
     ax.set_yscale("log", base=2)
     ax.set_xlabel(t("스텝", "step"))
-    ax.set_ylabel("scale")
+    ax.set_ylabel(t("스케일", "scale"))
     ax.legend()
-    ax.set_title(t("torch.amp.GradScaler의 동적 scale", "Dynamic scale of torch.amp.GradScaler"))
+    ax.set_title(t("torch.amp.GradScaler의 동적 스케일", "Dynamic scale of torch.amp.GradScaler"))
     return fig
 
 
@@ -666,14 +731,14 @@ def plot_checkpoint_tradeoff(r: dict):
     fig, ax = plt.subplots(figsize=(8, 3.6))
     ax.plot(r["ks"], mib(r["stored"]), "o-", label=t("저장된 경계", "saved boundaries"))
     ax.plot(r["ks"], mib(r["recompute"]), "s-", label=t("재계산하는 구간 하나", "one segment recomputed"))
-    ax.plot(r["ks"], mib(r["peak"]), "k^-", label=t("합 (최대)", "sum (peak)"))
-    ax.axhline(r["plain"] / 2**20, color="#c44e52", ls="--", label=t("checkpoint 없음", "no checkpointing"))
+    ax.plot(r["ks"], mib(r["peak"]), "k^-", label=t("합(최대)", "sum (peak)"))
+    ax.axhline(r["plain"] / 2**20, color="#c44e52", ls="--", label=t("체크포인팅 없음", "no checkpointing"))
     ax.axvline(math.sqrt(r["n"]), color="gray", ls=":", label="k = √n")
     ax.axvline(k_star, color="purple", ls=":", label="k* = √(n·a/b)")
     ax.set_xlabel(t("구간 수 k", "segments k"))
     ax.set_ylabel("MiB")
     ax.legend(fontsize=8)
-    ax.set_title(t(f"블록 {r['n']}개의 activation 메모리 (측정)", f"Activation memory of {r['n']} blocks (measured)"))
+    ax.set_title(t(f"블록 {r['n']}개의 활성값 메모리(측정)", f"Activation memory of {r['n']} blocks (measured)"))
     return fig
 
 
@@ -691,8 +756,8 @@ def technique_rows(results: list) -> list[dict]:
 def technique_names() -> dict:
     from ...lesson import t
 
-    return {"plain": t("기본", "plain"), "autocast": "autocast", "checkpoint": "checkpoint",
-            "accumulation": t("accumulation ×4", "accumulation ×4")}
+    return {"plain": t("기본", "plain"), "autocast": "autocast", "checkpoint": t("체크포인팅", "checkpointing"),
+            "accumulation": t("그래디언트 누적 ×4", "accumulation ×4")}
 
 
 def plot_techniques(results: list, device: str):
@@ -704,9 +769,9 @@ def plot_techniques(results: list, device: str):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     axes[0].bar([names[r.technique] for r in ok], [r.peak_bytes / 2**20 for r in ok], color="#4c72b0")
     axes[0].set_ylabel("MiB")
-    axes[0].set_title(t("한 스텝의 최대 메모리 (웜업 뒤 증가분)", "Peak memory of one step (above the start)"))
+    axes[0].set_title(t("한 스텝의 최대 메모리(워밍업 뒤 증가분)", "Peak memory of one step (above the start)"))
     axes[1].bar([names[r.technique] for r in ok], [r.step_s * 1e3 for r in ok], color="#dd8452")
     axes[1].set_ylabel("ms")
-    axes[1].set_title(t(f"스텝 시간 ({device})", f"Step time ({device})"))
+    axes[1].set_title(t(f"스텝 시간({device})", f"Step time ({device})"))
     fig.tight_layout()
     return fig

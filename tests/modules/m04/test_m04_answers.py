@@ -1,27 +1,37 @@
-"""Module 04 reference answers, checked against independent facts: the ZeRO paper's
-figures, byte counts of real torch tensors, torch.amp.GradScaler and full-batch gradients."""
+"""Module 04 reference answers, checked against independent facts: the ZeRO paper's figures and Megatron-LM's
+bytes per parameter, byte counts of real torch tensors, saved-tensor hooks, torch.amp.GradScaler's own logs,
+full-batch gradients and a brute-force search of training plans."""
+import itertools
 import json
-import math
 import random
+import warnings
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import yaml
 
+from autograder import profiles
+from autograder.fakes.ddp import SyncRecorder
+from autograder.modules.m04_training_memory import lesson as M
+from autograder.modules.m04_training_memory import tasks as C
+from autograder.modules.m04_training_memory.data import FOLDER, table
 from course_answers import m04_training_memory as A
-from autograder.modules.m04_training_memory.tasks import Checkpointed, blocks
 
 GB = 1e9
 
 
+# ---------------------------------------------------------------- task 1
 def test_mixed_precision_adam_is_16_bytes_per_parameter():
     # ZeRO paper, Section 3.1: 2 (fp16 params) + 2 (fp16 grads) + K=12 (fp32 copy, m, v)
     b = A.memory_breakdown(1, "adam", "mixed", 0, 1)
     assert (b["weights"], b["gradients"], b["optimizer"], b["total"]) == (2, 2, 12, 16)
 
 
-def test_fp32_adam_is_also_16_bytes_and_sgd_8():
+def test_megatron_keeps_fp32_gradients_18_bytes_per_parameter():
+    # Megatron Core, "Distributed Optimizer": float16 param, fp32 grads -> 18 bytes (non-distributed)
+    assert A.memory_breakdown(1, "adam", "mixed_fp32_grads", 0, 1)["total"] == 18
     assert A.memory_breakdown(1, "adamw", "fp32", 0, 1)["total"] == 16
     assert A.memory_breakdown(1, "sgd", "fp32", 0, 1)["total"] == 8
     assert A.memory_breakdown(1, "sgd", "mixed", 0, 1)["optimizer"] == 4  # the fp32 master copy stays
@@ -41,11 +51,7 @@ def test_breakdown_matches_real_adam_tensors():
     model(torch.randn(4, 17)).sum().backward()
     opt.step()
     n = sum(p.numel() for p in model.parameters())
-    real = {
-        "weights": sum(p.numel() * p.element_size() for p in model.parameters()),
-        "gradients": sum(p.grad.numel() * p.grad.element_size() for p in model.parameters()),
-        "optimizer": sum(t.numel() * t.element_size() for s in opt.state.values() for t in s.values() if t.dim()),
-    }
+    real = M.state_bytes(model, opt)
     want = A.memory_breakdown(n, "adamw", "fp32", 0, 1)
     assert all(want[k] == real[k] for k in real)
 
@@ -75,138 +81,172 @@ def test_breakdown_rejects_bad_input_in_both_languages(bad):
     assert "/" in str(info.value)
 
 
-def test_gpus_needed_uses_profile_memory():
-    assert A.gpus_needed(7_000_000_000, "h100_sxm") == {"train": 2, "infer": 1}       # 112 GB / 77.3 GB usable (0.9 x 80 GiB)
-    assert A.gpus_needed(70_000_000_000, "a100_sxm_80gb") == {"train": 15, "infer": 2}  # 1120 / 77.3, 140 / 77.3
-    assert A.gpus_needed(405_000_000_000, "h200_sxm") == {"train": math.ceil(405e9 * 16 / (0.9 * 141 * 2**30)),
-                                                          "infer": math.ceil(405e9 * 2 / (0.9 * 141 * 2**30))}
-
-
-def test_gpus_for_is_exact_at_the_boundary():
-    assert A.gpus_for(4_831_838_208, 80, 16, 0.9) == 1       # exactly 72 GiB
-    assert A.gpus_for(4_831_838_209, 80, 16, 0.9) == 2
-    assert A.gpus_for(0, 80, 16, 0.9) == 1
-
-
-def test_saved_bytes_counts_each_storage_once_and_skips_parameters():
+# ---------------------------------------------------------------- task 2
+def test_saved_bytes_of_one_block_by_hand():
     b, d, h = 5, 7, 11
-    model = nn.Sequential(nn.Linear(d, h), nn.ReLU(), nn.Linear(h, d))
     # Linear 1 saves its input x; ReLU saves its output, which Linear 2 also saves (one storage);
-    # Linear 2's weight is a parameter (skipped).
-    assert A.saved_bytes(model, torch.zeros(b, d)) == 4 * (b * d + b * h)
-    assert A.saved_bytes(model.to(torch.bfloat16), torch.zeros(b, d, dtype=torch.bfloat16)) == 2 * (b * d + b * h)
+    # the weights are parameters (left out).
+    case = {"dims": [d, h], "depth": 1, "act": "relu", "batch": b, "dtype": "float32", "segments": 1}
+    model, x = C.blocks(case)
+    assert M.activation_bytes(model, x) == 4 * (b * d + b * h) == A.predict_saved(d, h, 1, "relu", b, "float32", 2)["plain"]
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_checkpointing_saves_fewer_bytes(seed):
+@pytest.mark.parametrize("seed", range(12))
+def test_the_rule_predicts_what_the_hooks_measure(seed):
     rng = random.Random(seed)
-    case = {"dims": [rng.choice([8, 24]), rng.choice([32, 96])], "depth": rng.randrange(3, 7),
-            "act": rng.choice(["relu", "gelu", "tanh"]), "batch": rng.randrange(2, 20),
-            "dtype": rng.choice(["float32", "bfloat16"]), "segments": rng.randrange(2, 4)}
-    model, x = blocks(case)
-    assert A.saved_bytes(Checkpointed(model, case["segments"]), x) < A.saved_bytes(model, x)
+    depth = rng.randrange(2, 8)
+    case = {"dims": [rng.choice([3, 8, 24]), rng.choice([5, 32, 96])], "depth": depth, "act": A.ACTS[seed % 5],
+            "batch": rng.randrange(1, 20), "dtype": ("float32", "bfloat16")[seed % 2], "segments": rng.randrange(2, depth + 1)}
+    d, h = case["dims"]
+    predicted = A.predict_saved(d, h, depth, case["act"], case["batch"], case["dtype"], case["segments"])
+    assert predicted == A.measured_saved(case)
+    assert predicted["checkpointed"] < predicted["plain"]
 
 
-def _problem(batch=10):
-    torch.manual_seed(1)
-    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
-    return model, torch.randn(batch, 4), torch.randn(batch, 3)
+def test_visible_saved_cases_are_measured_not_predicted():
+    for case in C.TASKS["saved"].visible():
+        assert A.measurable(case) and A.EXPECT["saved"](case)["answer"] == A.measured_saved(case)
 
 
-def _grads(model):
-    return torch.cat([p.grad.flatten() for p in model.parameters()])
+# ---------------------------------------------------------------- task 3
+@pytest.mark.parametrize("budget", [0, 500, 2000, 4000, 10**6])
+def test_split_by_budget_keeps_the_longest_prefix_that_fits(budget):
+    case = {"seed": 0, "widths": [8, 16, 16, 4], "budget": budget, "batch": 5}
+    layers, x = C.sequence(case)
+    costs = [16 * sum(p.numel() for p in layer.parameters()) for layer in layers]
+    k = max(i for i in range(len(costs) + 1) if sum(costs[:i]) <= budget)
+    devices = C.placement(layers, A.split_by_budget, case)
+    per_param = [i for i, layer in enumerate(layers) for _ in layer.parameters()]
+    assert devices == ["cpu" if i < k else "meta" for i in per_param]
+    split = A.split_by_budget(layers, budget, "cpu", "cpu")
+    assert torch.equal(split(x), layers(x))
 
 
-@pytest.mark.parametrize("n_micro", [1, 2, 3, 4, 10])
-def test_accumulation_equals_full_batch_even_for_uneven_splits(n_micro):
-    model, x, y = _problem()
-    F.mse_loss(model(x), y).backward()
-    full = _grads(model)
-    loss = A.accumulation_step(model, F.mse_loss, x, y, n_micro)
-    assert torch.allclose(_grads(model), full, atol=1e-6)
-    assert loss == pytest.approx(F.mse_loss(model(x), y).item(), rel=1e-5)
-
-
-def test_dividing_by_the_number_of_steps_is_wrong_for_uneven_splits():
-    model, x, y = _problem(batch=10)
-    F.mse_loss(model(x), y).backward()
-    full = _grads(model)
-    model.zero_grad()
-    for xs, ys in zip(torch.tensor_split(x, 3), torch.tensor_split(y, 3)):  # 4, 3, 3 samples
-        (F.mse_loss(model(xs), ys) / 3).backward()
-    assert not torch.allclose(_grads(model), full, atol=1e-6)
-
-
-def test_accumulation_skips_sync_until_the_last_micro_batch():
-    from autograder.fakes.ddp import SyncRecorder
-
-    model, x, y = _problem()
-    wrapped = SyncRecorder(model)
-    A.accumulation_step(wrapped, F.mse_loss, x, y, 4)
-    assert (wrapped.in_no_sync, wrapped.synced) == (3, 1)
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_loss_scaler_behaves_like_torch_grad_scaler(seed):
-    rng = random.Random(seed)
-    args = dict(init_scale=float(2 ** rng.randrange(3, 12)), growth_factor=rng.choice([2.0, 4.0]),
-                backoff_factor=rng.choice([0.5, 0.25]), growth_interval=rng.randrange(1, 4))
-    ours = A.DynamicLossScaler(**args)
-    p = nn.Parameter(torch.ones(3))
-    opt = torch.optim.SGD([p], lr=0.1)
-    theirs = torch.amp.GradScaler("cpu", **args)
-    for _ in range(25):
-        bad = rng.random() < 0.3
+# ---------------------------------------------------------------- task 4
+def _torch_log(args: dict, steps: int, bad: set) -> list:
+    """What torch.amp.GradScaler reports after each step when the steps in ``bad`` overflow."""
+    p = nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([p], lr=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scaler = torch.amp.GradScaler("cpu", **args)
+    scales = []
+    for step in range(steps):
         opt.zero_grad()
-        before = p.detach().clone()
-        theirs.scale((p * 2).sum()).backward()
-        if bad:
-            p.grad[rng.randrange(3)] = float(rng.choice(["inf", "nan"]))
-        scaled = p.grad.tolist()
-        theirs.step(opt)
-        theirs.update()
-        result = ours.step(scaled)
-        assert (result is None) == bool(torch.equal(p.detach(), before))
-        assert ours.get_scale() == theirs.get_scale()
-        if result is not None:
-            assert result == pytest.approx([2.0, 2.0, 2.0])
+        scaler.scale(p.sum()).backward()
+        if step in bad:
+            p.grad[0] = float("inf")
+        scaler.step(opt)
+        scaler.update()
+        scales.append(scaler.get_scale())
+    return scales
 
 
-def test_loss_scaler_defaults_match_torch():
-    s = A.DynamicLossScaler()
-    assert (s.get_scale(), s.growth_factor, s.backoff_factor, s.growth_interval) == (65536.0, 2.0, 0.5, 2000)
-    assert s.scale(1.5) == 1.5 * 65536
+@pytest.mark.parametrize("interval,growth,backoff,bad", [(3, 2.0, 0.5, {1, 9}), (2, 4.0, 0.25, {4, 5, 11}),
+                                                         (5, 1.5, 0.125, {0, 12})])
+def test_read_scaler_log_recovers_torch_grad_scaler_settings(interval, growth, backoff, bad):
+    args = {"init_scale": 1024.0, "growth_factor": growth, "backoff_factor": backoff, "growth_interval": interval}
+    scales = _torch_log(args, 18, bad)
+    read = A.read_scaler_log(1024.0, scales)
+    assert read["skipped"] == sorted(bad)
+    assert (read["growth_factor"], read["backoff_factor"], read["growth_interval"]) == (growth, backoff, interval)
+    longer = _torch_log(args, 18 + 3 * interval, bad)  # no overflow after step 17: the next growth comes as said
+    assert next(i for i in range(18, len(longer)) if longer[i] > longer[i - 1]) == read["next_growth"]
 
 
-def test_loss_scaler_never_grows_to_infinity():
-    s = A.DynamicLossScaler(init_scale=1e308, growth_factor=10.0, growth_interval=1)
-    s.step([1.0])
-    assert s.get_scale() == 1e308
+def test_visible_logs_are_what_grad_scaler_recorded():
+    for log, seed in zip(table("scaler_logs")["logs"], (0, 2)):
+        assert A.scaler_trace(random.Random(seed), steps=28) == log
+    assert "seed 0, 28 steps" in (FOLDER / "scaler_logs.yaml").read_text()
 
 
-def test_amp_step_runs_linear_layers_in_bf16_on_cpu():
-    model, x, y = _problem(batch=8)
-    seen = []
-    model[0].register_forward_hook(lambda m, i, out: seen.append(out.dtype))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", enabled=False)
-    before = model[0].weight.detach().clone()
-    loss = A.amp_step(model, opt, scaler, x, y, F.mse_loss, "cpu", torch.bfloat16)
-    assert seen == [torch.bfloat16] and isinstance(loss, float)
-    assert model[0].weight.dtype == torch.float32 and not torch.equal(model[0].weight, before)
+# ---------------------------------------------------------------- task 5
+def _step_case(dtype="float16", max_norm=0.5, batch=7, n_micro=3):
+    return {"seed": 11, "sizes": [5, 9, 3], "batch": batch, "n_micro": n_micro, "loss": "ce", "dtype": dtype,
+            "max_norm": max_norm}
 
 
-@pytest.mark.parametrize("split", [0, 1, 2, 3])
-def test_split_model_equals_unsplit(split):
-    model, x, _ = _problem()
-    want = model(x)
-    got = A.split_model(model, split, "cpu", "cpu")(x)
-    assert torch.equal(got, want)
+def test_train_step_clips_the_true_gradient_norm():
+    case = _step_case()
+    answer = C.TASKS["step"].answer(A.train_step, case)
+    applied = torch.tensor(answer["delta"]) / -C.STEP_LR
+    assert float(applied.norm()) == pytest.approx(case["max_norm"], rel=1e-3)  # clipped to max_norm, unscaled
 
 
+def test_train_step_equals_one_full_batch_step_when_nothing_clips():
+    case = _step_case(dtype="bfloat16", max_norm=1e6)
+    model, x, y, loss_fn = C.mlp(case)
+    loss_fn(model(x), y).backward()
+    full = torch.cat([p.grad.flatten() for p in model.parameters()])
+    answer = C.TASKS["step"].answer(A.train_step, case)
+    assert C.relative_gap(answer["delta"], (-C.STEP_LR * full).tolist()) < C.STEP_TOLERANCE["bfloat16"] / 2
+    assert answer["in_no_sync"] == 2 and answer["synced"] == 1
+    assert answer["calls"] == {"scale": 3, "unscale_": 1, "step": 1, "update": 1}
+
+
+# ---------------------------------------------------------------- task 6
+@pytest.mark.parametrize("wrong,blind_to", [("no_sync_probe", {"sync_every", "never_sync"}), ("no_stale_probe", {"stale"}),
+                                            ("even_splits_only", {"equal_weights"})])
+def test_each_wrong_diagnosis_misses_exactly_its_bugs(wrong, blind_to):
+    diagnose = A.MISTAKES["audit"][wrong]
+    missed = {bug for bug in C.BUGS for style in range(8) if diagnose(C.planted_step(bug, style)) != bug}
+    assert missed == blind_to
+
+
+def test_the_diagnosis_reads_the_no_sync_counts_of_the_fake_ddp():
+    wrapped = SyncRecorder(nn.Linear(3, 2))
+    C.planted_step("ok", 0)(wrapped, F.mse_loss, torch.randn(6, 3), torch.randn(6, 2), 3)
+    assert (wrapped.in_no_sync, wrapped.synced) == (2, 1)
+
+
+# ---------------------------------------------------------------- task 7
+def test_activation_estimate_is_korthikanti_equation_1():
+    ex = table("memory")["example_model"]  # GPT-3 175B: 5as/h = 80 (Korthikanti et al., Section 4.1)
+    s, h, a = ex["seq"], ex["hidden"], ex["heads"]
+    assert 5 * a * s / h == 80
+    assert M.activation_estimate(1, h, a, s, 1, "none") == s * h * (34 + 80)
+    assert M.activation_estimate(1, h, a, s, 1, "selective") == 34 * s * h
+    assert M.activation_estimate(ex["layers"], h, a, s, 1, "full") == ex["layers"] * 2 * s * h + s * h * (34 + 80)
+
+
+def _brute_force(model, profile_id, global_batch):
+    """Every (gpus, stage, recompute, micro-batch) that fits, by plain float arithmetic, in the task's order."""
+    usable = 0.9 * profiles.get(profile_id).memory_gib * 2**30
+    L, h, a, s = model["layers"], model["hidden"], model["heads"], model["seq"]
+    fits = []
+    for n, stage, mode in itertools.product(range(1, global_batch + 1), range(4), ("none", "selective", "full")):
+        if global_batch % n:
+            continue
+        states = sum(v / (n if k in {1: ["o"], 2: ["o", "g"], 3: ["o", "g", "w"]}.get(stage, []) else 1)
+                     for k, v in {"w": 2 * model["params"], "g": 2 * model["params"], "o": 12 * model["params"]}.items())
+        for b in range(1, global_batch // n + 1):
+            layer = s * b * h * (34 + 5 * a * s / h)
+            act = {"none": L * layer, "selective": L * 34 * s * b * h, "full": L * 2 * s * b * h + layer}[mode]
+            if (global_batch // n) % b == 0 and states + act <= usable:
+                fits.append((n, stage, ("none", "selective", "full").index(mode), -b))
+    return fits
+
+
+@pytest.mark.parametrize("case", C.TASKS["plan"].visible() + A.HIDDEN["plan"](random.Random(5)))
+def test_plan_is_the_first_of_all_fitting_plans_in_the_stated_order(case):
+    fits = _brute_force(case["model"], case["profile"], case["global_batch"])
+    plan = A.plan_training(case["model"], case["profile"], case["global_batch"])
+    if not fits:
+        assert plan is None
+    else:
+        n, stage, mode, b = min(fits)
+        assert plan == {"gpus": n, "stage": stage, "recompute": ("none", "selective", "full")[mode], "micro_batch": -b}
+
+
+def test_the_binary_capacity_changes_a_visible_plan():
+    case = C.TASKS["plan"].visible()[2]
+    right = A.plan_training(case["model"], case["profile"], case["global_batch"])
+    wrong = A.MISTAKES["plan"]["gb_for_gib"](case["model"], case["profile"], case["global_batch"])
+    assert right["gpus"] < wrong["gpus"]
+
+
+# ---------------------------------------------------------------- data files
 def test_deepspeed_examples_parse_and_keep_the_batch_rule():
-    from autograder.modules.m04_training_memory.data import table
-
     ds = table("deepspeed")
     for name, text in ds["configs"].items():
         cfg = json.loads(text)
@@ -217,3 +257,11 @@ def test_deepspeed_examples_parse_and_keep_the_batch_rule():
         assert not ("fp16" in cfg and "bf16" in cfg), name
     with pytest.raises(json.JSONDecodeError):
         json.loads(ds["with_comments"])
+
+
+def test_every_figure_in_the_memory_table_has_a_source():
+    data = yaml.safe_load((FOLDER / "memory.yaml").read_text(encoding="utf-8"))
+    assert all(entry["source"] for group in ("precisions", "optimizers") for entry in data[group].values())
+    text = (FOLDER / "memory.yaml").read_text(encoding="utf-8")
+    for cited in ("arXiv:1910.02054", "arXiv:2205.05198", "arXiv:2005.14165", "distrib_optimizer"):
+        assert cited in text

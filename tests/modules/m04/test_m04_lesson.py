@@ -7,6 +7,7 @@ import torch
 
 from autograder.modules.m04_training_memory import lesson as M
 from autograder.i18n import set_language
+from autograder.modules.m04_training_memory.data import table
 
 
 class FakeCuda:
@@ -182,5 +183,60 @@ def test_decision_diagram_draws_six_steps(lang):
         texts = [t.get_text() for t in fig.axes[0].texts]
         assert sum(t[:2] in {f"{i}." for i in range(1, 7)} for t in texts) == 6
         plt.close(fig)
+    finally:
+        set_language("both")
+
+
+def test_recipe_rows_and_plots_speak_the_learners_language():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    set_language("ko")
+    try:
+        row = M.recipe_rows(7e9)[1]
+        assert {"가중치", "그래디언트", "옵티마이저 상태"} <= set(row) and row["7B 모델(GiB)"] == 104.3
+        fig = M.plot_recipes(7e9, "h100_sxm")
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["가중치", "그래디언트", "옵티마이저 상태"]
+        fig2 = M.plot_grad_scaler(steps=8, overflows=(3,))
+        assert fig2.axes[0].get_ylabel() == "스케일"
+        plt.close("all")
+    finally:
+        set_language("both")
+
+
+def test_megatron_recipe_is_in_the_lesson_table():
+    rows = {r["recipe"]: r["total B/param"] for r in (set_language("en") or M.recipe_rows(7e9))}
+    set_language("both")
+    assert rows["mixed + adam"] == 16 and rows["mixed_fp32_grads + adam"] == 18 and rows["fp32 + adam"] == 16
+
+
+def test_zero_rows_reproduce_the_paper():
+    set_language("en")
+    try:
+        rows = M.zero_rows()
+        assert [round(r["computed (GB)"], 1) for r in rows] == [120.0, 31.4, 16.6, 1.9]
+    finally:
+        set_language("both")
+
+
+def test_the_calculator_plans_model_states_and_activations_into_90_percent_of_binary_memory():
+    set_language("en")
+    try:
+        rows = {r["device"]: r for r in M.fit_rows(7e9, "mixed_adam", 3, 2, act_gib=4.0)}
+        h100 = rows["H100 SXM"]
+        assert h100["needed GiB per GPU"] == round((112e9 / 2 + 4 * 2**30) / 2**30, 1)
+        assert h100["fits on 2"] == "✅"
+        tight = M.fit_rows(7e9, "mixed_adam", 3, 2, act_gib=0.9 * 80 - 112e9 / 2 / 2**30 + 0.1)
+        assert all(r["fits on 2"] == "❌" for r in tight if r["memory GiB"] == 80)
+    finally:
+        set_language("both")
+
+
+def test_activation_rows_show_the_three_recomputation_modes():
+    set_language("en")
+    try:
+        rows = M.activation_rows(table("memory")["example_model"], micro_batches=(1,))
+        assert [r["micro-batch 1 (GiB)"] for r in rows] == [256.5, 76.5, 7.17]
     finally:
         set_language("both")
