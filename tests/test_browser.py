@@ -287,3 +287,33 @@ def test_an_exercise_check_validate_assignments_and_formgrader(browser, labs, sh
         for bad in ("Error fetching courses", "does not exist", "Loading, please wait"):
             assert bad not in text, f"{where}: {bad!r}\n{text[:1500]}"
     assert not lab.errors, "\n".join(lab.errors)
+
+
+def test_every_markdown_cell_renders_its_bold_in_jupyterlab(browser, labs, shots):
+    """JupyterLab's own Markdown renderer on every markdown cell of every lesson and exercise: no literal `**`
+    (CommonMark leaves it when a bold ending in punctuation or code is followed by a Hangul particle)."""
+    notebooks = sorted(REPO.glob("lessons/*/*.ipynb")) + sorted(REPO.glob("solutions/*/*.ipynb"))
+    sources, places = [], []
+    for path in notebooks:
+        for i, cell in enumerate(nbformat.read(str(path), as_version=4).cells):
+            if cell.cell_type == "markdown" and "**" in cell.source:
+                sources.append(cell.source)
+                places.append(f"{path.relative_to(REPO)} cell {i}")
+    lab = Lab(browser, labs["ko"], shots, "markdown")
+    lab.open("lessons/00_start_here/lesson.ko.ipynb")
+    left = lab.page.evaluate("""async (sources) => {
+        const rm = window.jupyterapp.shell.currentWidget.content.rendermime;
+        const found = [];
+        for (const [i, source] of sources.entries()) {
+            const renderer = rm.createRenderer('text/markdown');
+            await renderer.renderModel(rm.createModel({data: {'text/markdown': source}}));
+            renderer.node.querySelectorAll('code, pre').forEach(e => e.remove());
+            const text = renderer.node.textContent;
+            const at = text.indexOf('**');
+            if (at >= 0) found.push([i, text.slice(Math.max(0, at - 40), at + 40)]);
+        }
+        return found;
+    }""", sources)
+    assert len(sources) > 100, "the notebooks' bold text was not found"
+    assert not left, "literal ** after rendering:\n" + "\n".join(f"{places[i]}: …{snippet}…" for i, snippet in left)
+    assert not lab.errors, "\n".join(lab.errors)
