@@ -288,8 +288,10 @@ def _load(target: dict | None, job_dir: Path, tag: str) -> Callable | None:
             obj = getattr(obj, part)
         return obj
     path = job_dir / f"{_LEARNER_MODULE}_{tag}.py"
-    if not path.exists():
-        path.write_text(target["source"], encoding="utf-8")
+    if not path.exists():  # every rank may get here at once: each writes a file of its own, then renames it
+        mine = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+        mine.write_text(target["source"], encoding="utf-8")
+        os.replace(mine, path)
     spec = importlib.util.spec_from_file_location(f"{_LEARNER_MODULE}_{tag}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -1,22 +1,25 @@
-"""Reference answers and hidden cases of module 05 (networking).
+"""Reference answers, known mistakes and hidden cases of module 05 (networking).
 
 Units: GB/s = 10^9 bytes/s, per direction unless a function says otherwise; Gb/s are bits.
-The bus-bandwidth rule (task 4) and the all-reduce measurement (task 6) are the core's
-(:mod:`autograder.ranks`): the lesson, the referee and module 06 measure with them too, so
-they are written once there and only named here.
+The bus-bandwidth factors and the all-reduce measurement are the core's (:mod:`autograder.ranks`):
+the lesson, the referee and module 06 use them too.
+
+``EXPECT[task](case)`` gives the expected answer and, under ``"mistakes"``, what each known wrong
+answer of ``MISTAKES[task]`` returns on that case: a task's ``score`` names a mistake when the learner's
+answer is that one (tasks whose runs depend on the machine name theirs from what the run recorded).
 """
 from __future__ import annotations
 
 import math
 import re
 
-from autograder import profiles
+from autograder.checks.core import Recorded, canonical
+from autograder.modules.m05_networking import logs
+from autograder.modules.m05_networking.tasks import TASKS
 from autograder.ranks import BUSBW_FACTORS, bus_bandwidth, measure_allreduce
 
-__all__ = ["encoding_efficiency", "link_gbs", "level_gbs", "superpod", "comm_time", "bus_bandwidth",
-           "ring_all_reduce", "allreduce_busbw", "fake_busbw", "min_batch", "min_batch_for_profile", "EXPECT", "HIDDEN"]
-
-OPS_TIME = ("all_gather", "reduce_scatter", "all_reduce", "all_reduce_in_network", "all_to_all")
+__all__ = ["link_gbs", "superpod", "bucket", "read_nccl", "ring_all_reduce", "allreduce_busbw", "plan",
+           "fake_busbw", "EXPECT", "HIDDEN", "MISTAKES"]
 
 
 # ---------------------------------------------------------------- 1. link arithmetic
@@ -42,54 +45,177 @@ def link_gbs(link: dict, count: int, bidirectional: bool = False) -> float:
     return one * count * (2 if bidirectional else 1)
 
 
-# ---------------------------------------------------------------- 2. SuperPod levels
-def level_gbs(level: dict) -> float:
-    """Bandwidth (GB/s, one direction) of all the links entering one unit of ``level``."""
-    rate = level["link_rate"] / 8 if level["unit"] == "Gb/s" else level["link_rate"]
-    return level["links"] * rate
+def _links_both_ways(link, count, bidirectional=False):
+    return link_gbs(link, count, not bidirectional)
+
+
+def _links_bits(link, count, bidirectional=False):
+    return link["gbit_s"] * count * (2 if bidirectional else 1) if "gbit_s" in link else link_gbs(link, count, bidirectional)
+
+
+def _links_no_encoding(link, count, bidirectional=False):
+    if link["kind"] != "pcie":
+        return link_gbs(link, count, bidirectional)
+    return link["gt_s"] / 8 * count * (2 if bidirectional else 1)
+
+
+def _links_table(link, count, bidirectional=False):
+    efficiency = {"8b/10b": 0.8, "128b/130b": 128 / 130, "1b/1b": 1.0}  # the lesson's three, copied
+    if link["kind"] != "pcie":
+        return link_gbs(link, count, bidirectional)
+    return link["gt_s"] * efficiency[link["encoding"]] / 8 * count * (2 if bidirectional else 1)
+
+
+# ---------------------------------------------------------------- 2. a tree: all-reduce vs all-to-all
+def _rate_gbs(level: dict) -> float:
+    return level["link_rate"] / 8 if level["unit"] == "Gb/s" else level["link_rate"]
 
 
 def superpod(levels: list[dict]) -> dict:
-    """Per-GPU bandwidth at each level, the all-reduce bandwidth of the tree and its bottleneck.
+    """All-reduce and all-to-all bus bandwidth of a tree of levels, and the level that sets each.
 
-    Per GPU: min(level below, level_gbs / gpus). An all-reduce across the units of
-    level i moves each unit's data once through that level, spread over the GPUs of
-    one sub-unit (1 GPU below the node level): W_i = gpus_below x per_gpu_i; the
-    slowest level sets the tree's all-reduce bandwidth (in-network, seed 004's model).
+    Level i's links, shared by its GPUs, give each GPU r_i = links x rate / gpus. An all-reduce
+    reduces inside each unit first, so a unit of level i-1 (g GPUs; 1 at the node level) sends its
+    data once, spread over its g GPUs: W_i = g x r_i. In an all-to-all over the N GPUs of the tree,
+    each GPU sends S/N to every GPU; what leaves a unit of g GPUs, S(N-g)/N per GPU, crosses level i:
+    busbw_i = r_i (N-1)/(N-g). The smallest sets the whole (the lower level on a tie).
     """
-    per_gpu, allreduce, below, gpus_below = [], [], math.inf, 1
+    n = levels[-1]["gpus"]
+    allreduce, alltoall, below = [], [], 1
     for level in levels:
-        below = min(below, level_gbs(level) / level["gpus"])
-        per_gpu.append(below)
-        allreduce.append(gpus_below * below)
-        gpus_below = level["gpus"]
-    worst = min(range(len(levels)), key=lambda i: allreduce[i])
-    return {"per_gpu_gbs": per_gpu, "allreduce_gbs": allreduce[worst], "bottleneck": levels[worst]["name"]}
+        share = level["links"] * _rate_gbs(level) / level["gpus"]
+        allreduce.append(below * share)
+        alltoall.append(share * (n - 1) / (n - below))
+        below = level["gpus"]
+    ar = min(range(len(levels)), key=allreduce.__getitem__)
+    aa = min(range(len(levels)), key=alltoall.__getitem__)
+    return {"allreduce_gbs": allreduce[ar], "allreduce_level": levels[ar]["name"],
+            "alltoall_gbs": alltoall[aa], "alltoall_level": levels[aa]["name"]}
 
 
-# ---------------------------------------------------------------- 3. cost models
-def comm_time(op: str, nbytes: float, n: int, alpha_s: float, bw_gbs: float) -> float:
-    """Seconds for a collective over ``n`` GPUs, each with ``bw_gbs`` per direction.
+def _tree_variant(levels, *, allreduce, alltoall, upper_on_tie=False, bits=False):
+    """A wrong version of :func:`superpod`: each level's figure from ``allreduce(g, r)``, ``alltoall(g, r, n)``."""
+    n = levels[-1]["gpus"]
+    ar, aa, below = [], [], 1
+    for level in levels:
+        rate = level["link_rate"] if bits else _rate_gbs(level)
+        share = level["links"] * rate / level["gpus"]
+        ar.append(allreduce(below, share))
+        aa.append(alltoall(below, share, n))
+        below = level["gpus"]
+    pick = (lambda v: max(i for i in range(len(v)) if v[i] == min(v))) if upper_on_tie else (lambda v: v.index(min(v)))
+    i, j = pick(ar), pick(aa)
+    return {"allreduce_gbs": ar[i], "allreduce_level": levels[i]["name"],
+            "alltoall_gbs": aa[j], "alltoall_level": levels[j]["name"]}
 
-    ``nbytes``: the full array (the all-reduce input; the gathered result of
-    all_gather; the input of reduce_scatter; each rank's send buffer for all_to_all).
-    Ring: n-1 steps of latency ``alpha_s`` each moving nbytes/n; all_reduce =
-    reduce_scatter + all_gather. In-network (SHARP/NVLS): 2 steps (up to the switch
-    and back), each GPU sends and receives nbytes once.
+
+def _right_ar(g, r):
+    return g * r
+
+
+def _right_aa(g, r, n):
+    return r * (n - 1) / (n - g)
+
+
+MISTAKES_SUPERPOD = {
+    "per_gpu_allreduce": lambda levels: _tree_variant(levels, allreduce=lambda g, r: r, alltoall=_right_aa),
+    "alltoall_like_allreduce": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=lambda g, r, n: g * r),
+    "alltoall_every_level": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=lambda g, r, n: r),
+    "bits": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=_right_aa, bits=True),
+    "tie_upper": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=_right_aa, upper_on_tie=True),
+}
+
+
+# ---------------------------------------------------------------- 3. how big a bucket
+def bucket(n: int, alpha_s: float, busbw_gbs: float, nbytes: float, target: float) -> dict:
+    """A ring all-reduce of ``nbytes``: the share of its bus bandwidth β it reaches, and the smallest size reaching ``target``.
+
+    t(S) = 2(n-1)α + 2(n-1)/n · S/β and busbw(S) = 2(n-1)/n · S/t, so busbw/β = S / (S + nαβ): the
+    latency and transfer terms are equal at S = nαβ (half of β), and busbw >= f·β  <=>  S >= f/(1-f) · nαβ.
     """
-    if op not in OPS_TIME:
-        raise ValueError(f"unknown op {op!r}")
-    if n <= 1:
-        return 0.0
-    per_byte = 1 / (bw_gbs * 1e9)
-    if op == "all_reduce":
-        return 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * nbytes * per_byte
-    if op == "all_reduce_in_network":
-        return 2 * alpha_s + nbytes * per_byte
-    return (n - 1) * alpha_s + (n - 1) / n * nbytes * per_byte
+    half = n * alpha_s * busbw_gbs * 1e9
+    return {"fraction": nbytes / (nbytes + half), "min_bytes": math.ceil(target / (1 - target) * half * (1 - 1e-12))}
 
 
-# ---------------------------------------------------------------- 4. bus bandwidth: autograder.ranks.bus_bandwidth
+def _bucket_sizes_ok(case: dict) -> list[int]:
+    """Every whole size that is the smallest to reach the target, allowing for rounding at an exact boundary."""
+    beta = case["busbw_gbs"] * 1e9
+    need = case["target"] / (1 - case["target"]) * case["n"] * case["alpha_s"] * beta
+    nearest = round(need)
+    return sorted({math.ceil(need * (1 - 1e-12))} | ({nearest, nearest + 1} if abs(need - nearest) < 1e-6 * need else set()))
+
+
+def _bucket_alpha_once(n, alpha_s, busbw_gbs, nbytes, target):
+    return bucket(n, alpha_s / (2 * (n - 1)), busbw_gbs, nbytes, target)  # one α where a ring pays 2(n-1)
+
+
+def _bucket_algbw(n, alpha_s, busbw_gbs, nbytes, target):
+    beta = busbw_gbs * 1e9
+    t = 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * nbytes / beta
+    factor = 2 * (n - 1) / n
+    # algbw = S/t >= f·β  <=>  S (1 - f·factor) >= f·β·2(n-1)α
+    need = target * beta * 2 * (n - 1) * alpha_s / (1 - target * factor) if target * factor < 1 else float("inf")
+    return {"fraction": nbytes / t / beta, "min_bytes": math.ceil(need) if math.isfinite(need) else -1}
+
+
+def _bucket_units(n, alpha_s, busbw_gbs, nbytes, target):
+    return bucket(n, alpha_s, busbw_gbs / 1e9, nbytes, target)
+
+
+def _bucket_floor(n, alpha_s, busbw_gbs, nbytes, target):
+    out = bucket(n, alpha_s, busbw_gbs, nbytes, target)
+    out["min_bytes"] = math.floor(target / (1 - target) * n * alpha_s * busbw_gbs * 1e9)
+    return out
+
+
+# ---------------------------------------------------------------- 4. reading an nccl-tests log
+def _rows(log: str) -> list[list[str]]:
+    return [line.split() for line in log.splitlines()
+            if line.strip() and not line.lstrip().startswith("#") and len(line.split()) >= 13 and line.split()[0].isdigit()]
+
+
+def _ranks_from(log: str, collective: str) -> int:
+    """The device list's length; without one, n solved from busbw/algbw = factor(n) at the largest message."""
+    listed = len(re.findall(r"^#\s+Rank\s+\d+\s", log, re.M))
+    if listed:
+        return listed
+    row = max(_rows(log), key=lambda r: float(r[-7]))
+    ratio = float(row[-6]) / float(row[-7])
+    return round(2 / (2 - ratio)) if collective == "all_reduce" else round(1 / (1 - ratio))
+
+
+def read_nccl(log: str, collective: str, nbytes: float, ranks: int) -> dict:
+    """The ranks of the run, its peak bus bandwidth, and the time of ``collective`` on ``nbytes`` over ``ranks`` ranks at that busbw."""
+    busbw = max(max(float(r[-6]), float(r[-2])) for r in _rows(log))
+    return {"ranks_in_log": _ranks_from(log, collective), "busbw_gbs": busbw,
+            "seconds": nbytes * BUSBW_FACTORS[collective](ranks) / (busbw * 1e9)}
+
+
+def _read_avg_line(log, collective, nbytes, ranks):
+    busbw = float(re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", log).group(1))
+    return {**read_nccl(log, collective, nbytes, ranks), "busbw_gbs": busbw,
+            "seconds": nbytes * BUSBW_FACTORS[collective](ranks) / (busbw * 1e9)}
+
+
+def _read_algbw(log, collective, nbytes, ranks):
+    algbw = max(max(float(r[-7]), float(r[-3])) for r in _rows(log))
+    return {**read_nccl(log, collective, nbytes, ranks), "busbw_gbs": algbw,
+            "seconds": nbytes * BUSBW_FACTORS[collective](ranks) / (algbw * 1e9)}
+
+
+def _read_allreduce_factor(log, collective, nbytes, ranks):
+    return {**read_nccl(log, collective, nbytes, ranks), "ranks_in_log": _ranks_from(log, "all_reduce")}
+
+
+def _read_time_algbw(log, collective, nbytes, ranks):
+    row = max(_rows(log), key=lambda r: max(float(r[-6]), float(r[-2])))
+    algbw = float(row[-7]) if float(row[-6]) >= float(row[-2]) else float(row[-3])
+    return {**read_nccl(log, collective, nbytes, ranks), "seconds": nbytes / (algbw * 1e9)}
+
+
+def _read_no_factor(log, collective, nbytes, ranks):
+    out = read_nccl(log, collective, nbytes, ranks)
+    return {**out, "seconds": nbytes / (out["busbw_gbs"] * 1e9)}
 
 
 # ---------------------------------------------------------------- 5. ring all-reduce
@@ -120,6 +246,19 @@ def ring_all_reduce(tensor):
     return tensor
 
 
+def _ring_recorded(**change) -> Recorded:
+    """What the ring check records for its visible case when every result has ``change`` applied."""
+    case = TASKS["ring"].visible()[0]
+    results = [{"world_size": w, "spec": spec, "error": None, "match": True, "used": [], "detail": "max |error| 0",
+                "in_place": True, "averaged": False, "chunks_done": w, **change}
+               for w in case["world_sizes"] for spec in case["tensors"]]
+    return Recorded({"results": results})
+
+
+GLOO_TIMEOUT = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out waiting 45000ms "
+                "for send operation to complete")
+
+
 # ---------------------------------------------------------------- 6. bus bandwidth measurement
 def allreduce_busbw(dist, sizes, world_size, budget_s: float = 0.25):
     """busbw (GB/s) of ``dist.all_reduce`` for each size: the course's own measurement (autograder.ranks)."""
@@ -134,27 +273,95 @@ def fake_busbw(case: dict) -> list[float] | None:
             for s in case["sizes"]]
 
 
-# ---------------------------------------------------------------- 7. data-parallel roofline
-def min_batch(peak_tflops: float, bw_gbs: float, strategy: str, in_network: bool) -> int:
-    """Smallest per-GPU batch (tokens) for which the backward pass hides the gradient traffic.
-
-    Backward of a D x F layer: 4·b·D·F FLOPs at ``peak_tflops``. Gradients in bf16:
-    2·D·F bytes; ring all-reduce moves 2x that per GPU, in-network 1x; FSDP's
-    all-gather + reduce-scatter move 2x whatever the switch does. b >= k·C / (2·W).
-    """
-    if strategy not in ("dp", "fsdp"):
-        raise ValueError(f"unknown strategy {strategy!r}")
-    k = 1 if (strategy == "dp" and in_network) else 2
-    ratio = k * peak_tflops * 1e12 / (2 * bw_gbs * 1e9)
-    return math.ceil(ratio - 1e-9)
+def _measured(values: list, largest_call: int) -> Recorded:
+    """The fake case's record (visible case 0) for a measurement that reported ``values``."""
+    return Recorded({"rounds": [{"values": values, "largest_call": largest_call}],
+                     "observed": {"walls": [5.0], "reference": [None]}}, case=0)
 
 
-def min_batch_for_profile(profile_id: str, strategy: str, in_network: bool, bw_gbs: float | None = None) -> int:
-    """:func:`min_batch` with the dense bf16 peak and (by default) NVLink per direction of a profile."""
-    prof = profiles.get(profile_id)
-    if bw_gbs is None:
-        bw_gbs = prof.get("interconnect.nvlink_links") * prof.get("interconnect.nvlink_gbs_per_link_per_dir")
-    return min_batch(prof.peak("bf16"), bw_gbs, strategy, in_network)
+def _measure_mistakes() -> dict:
+    case = TASKS["measure"].visible()[0]
+    right, n, top = fake_busbw(case), case["world_size"], max(case["sizes"])
+    setup = case["setup_s"]
+    first_call = [bus_bandwidth("all_reduce", s, case["alpha_s"] + s / case["bytes_per_s"] + setup / 10, n)
+                  for s in case["sizes"]]  # ten timed calls, the first of them paying the setup
+    hung = {"rounds": [{"learner": GLOO_TIMEOUT}] * 2, "observed": {"walls": [60.0] * 2, "reference": [None] * 2}}
+    return {"algbw": _measured([v * n / (2 * (n - 1)) for v in right], top),
+            "elements": _measured([v / 4 for v in right], 4 * top),
+            "no_warmup": _measured(first_call, top),
+            "rank_counts": Recorded(hung, case=1)}
+
+
+# ---------------------------------------------------------------- 7. how far a model scales
+def _step_s(job: dict, system: dict, gpus: int, *, comm=True, overlap=True, nvlink_beyond=False, one_nic=False,
+            ring_only=False) -> float:
+    """One data-parallel step: forward, then backward overlapped with the gradient all-reduce."""
+    flops = job["params"] * job["tokens"]
+    rate = gpus * system["mfu"] * system["bf16_tflops"] * 1e12
+    forward, backward = 2 * flops / rate, 4 * flops / rate
+    seconds = 0.0
+    if comm and gpus > 1:
+        width = system["gpus_per_node"]
+        beyond = system["nic_gbs"] * (1 if one_nic else width)
+        w = system["nvlink_gbs"] if gpus <= width or nvlink_beyond else min(system["nvlink_gbs"], beyond)
+        share = 1.0 if system["in_network"] and not ring_only else 2 * (gpus - 1) / gpus
+        seconds = share * 2 * job["params"] / (w * 1e9)
+    return forward + (max(backward, seconds) if overlap else backward + seconds)
+
+
+def _plan(job: dict, systems: list[dict], whole_nodes: bool = True, **model) -> dict | None:
+    best = None
+    for system in systems:
+        width = system["gpus_per_node"]
+        counts = range(1, job["max_gpus"] + 1) if not whole_nodes else \
+            [g for g in list(range(1, width + 1)) + list(range(2 * width, job["max_gpus"] + 1, width)) if g <= job["max_gpus"]]
+        for gpus in counts:
+            step = _step_s(job, system, gpus, **model)
+            if step <= job["target_s"]:
+                if best is None or (gpus, step) < (best["gpus"], best["step_s"]):
+                    best = {"system": system["name"], "gpus": gpus, "step_s": step}
+                break
+    return best
+
+
+def plan(job: dict, systems: list[dict]) -> dict | None:
+    """The fewest GPUs (then the shortest step) of any system whose data-parallel step meets ``target_s``; None if none does."""
+    return _plan(job, systems)
+
+
+# ---------------------------------------------------------------- known mistakes
+MISTAKES = {
+    "links": {"direction": _links_both_ways, "bits": _links_bits, "encoding": _links_no_encoding,
+              "encoding_table": _links_table},
+    "superpod": MISTAKES_SUPERPOD,
+    "bucket": {"alpha_once": _bucket_alpha_once, "algbw_fraction": _bucket_algbw, "units": _bucket_units,
+               "round_down": _bucket_floor},
+    "read_nccl": {"avg_line": _read_avg_line, "algbw_column": _read_algbw, "allreduce_factor": _read_allreduce_factor,
+                  "time_with_algbw": _read_time_algbw, "time_without_factor": _read_no_factor},
+    "ring": {"collective": _ring_recorded(used=["all_reduce"]),
+             "reduce_scatter_only": _ring_recorded(match=False, chunks_done=1, detail="max |error| 12"),
+             "averaged": _ring_recorded(match=False, averaged=True, chunks_done=0, detail="max |error| 3"),
+             "not_in_place": _ring_recorded(in_place=False),
+             "deadlock": _ring_recorded(error=GLOO_TIMEOUT, match=False)},
+    "measure": _measure_mistakes(),
+    "plan": {"compute_only": lambda job, systems: _plan(job, systems, comm=False),
+             "no_overlap": lambda job, systems: _plan(job, systems, overlap=False),
+             "nvlink_beyond_node": lambda job, systems: _plan(job, systems, nvlink_beyond=True),
+             "one_nic": lambda job, systems: _plan(job, systems, one_nic=True),
+             "ring_everywhere": lambda job, systems: _plan(job, systems, ring_only=True),
+             "partial_nodes": lambda job, systems: _plan(job, systems, whole_nodes=False)},
+}
+
+
+def _with_mistakes(task: str, case, right) -> dict:
+    """The expected answer and what each wrong function of ``MISTAKES[task]`` answers on ``case``."""
+    wrong = {}
+    for name, fn in MISTAKES[task].items():
+        try:
+            wrong[name] = canonical(TASKS[task].answer(fn, case))
+        except Exception:  # a mistake that fails on this case has nothing to compare
+            continue
+    return {"answer": right, "mistakes": wrong}
 
 
 # ---------------------------------------------------------------- hidden cases
@@ -162,7 +369,7 @@ def _links_hidden(rng) -> list:
     cases = []
     for _ in range(6):
         link = {"kind": "pcie", "gen": rng.randint(1, 9), "gt_s": rng.choice([2.5, 5.0, 8.0, 16.0, 24.0, 48.0, 128.0]),
-                "encoding": rng.choice(["8b/10b", "128b/130b", "1b/1b", "64b/66b", "128b/132b"])}
+                "encoding": rng.choice(["8b/10b", "128b/130b", "1b/1b", "64b/66b", "128b/132b", "256b/257b"])}
         cases.append({"link": link, "count": rng.choice([1, 2, 4, 8, 16, 32]), "bidirectional": rng.random() < 0.5})
     for _ in range(3):
         link = {"kind": "nvlink", "gen": rng.randint(1, 9), "gbs_per_link_per_dir": rng.choice([20, 25, 50, 100, 12.5])}
@@ -175,30 +382,39 @@ def _links_hidden(rng) -> list:
 
 def _superpod_hidden(rng) -> list:
     cases = []
-    for _ in range(4):
+    for _ in range(5):
         gpus = rng.choice([4, 8, 72])
-        levels = [{"name": "node", "gpus": gpus, "links": gpus * rng.choice([6, 12, 18]),
+        levels = [{"name": "node", "gpus": gpus, "links": gpus * rng.choice([4, 6, 12, 18]),
                    "link_rate": rng.choice([25, 50]), "unit": "GB/s"}]
         for name in ["leaf", "spine", "core"][: rng.randint(1, 3)]:
             gpus *= rng.choice([2, 4, 8, 16, 32])
-            oversubscribed = rng.choice([1, 1, 2, 4])
-            levels.append({"name": name, "gpus": gpus, "links": gpus // oversubscribed,
+            oversubscribed = rng.choice([1, 1, 2, 4, 16])
+            levels.append({"name": name, "gpus": gpus, "links": max(1, gpus // oversubscribed),
                            "link_rate": rng.choice([200, 400, 800]), "unit": "Gb/s"})
         cases.append({"levels": levels})
     return cases
 
 
-def _cost_hidden(rng) -> list:
-    return [{"op": rng.choice(OPS_TIME), "nbytes": float(rng.choice([1, 4, 16, 64, 256]) * 10 ** rng.randint(3, 9)),
-             "n": rng.choice([2, 3, 4, 8, 16, 72, 256]), "alpha_s": rng.choice([0.0, 2e-6, 5e-6, 2e-5]),
-             "bw_gbs": rng.choice([25.0, 50.0, 450.0, 900.0, 31.5])} for _ in range(10)]
+def _bucket_hidden(rng) -> list:
+    return [{"n": rng.choice([2, 3, 4, 8, 16, 64, 256]), "alpha_s": rng.choice([2e-6, 5e-6, 1.2e-5, 3e-5, 1e-4]),
+             "busbw_gbs": rng.choice([1.5, 25.0, 50.0, 370.0, 450.0, 900.0]),
+             "nbytes": float(rng.choice([1, 4, 25, 64, 256]) * 10 ** rng.randint(4, 8)),
+             "target": rng.choice([0.5, 0.75, 0.8, 0.9, 0.95, 0.99])} for _ in range(8)]
 
 
-def _busbw_hidden(rng) -> list:
-    cases = [{"op": rng.choice(sorted(BUSBW_FACTORS)), "nbytes": rng.choice([1 << k for k in range(10, 34)]),
-              "seconds": rng.choice([1e-5, 3e-4, 2e-3, 0.05, 1.5]), "n": rng.choice([2, 3, 4, 8, 16, 64])}
-             for _ in range(10)]
-    cases.append({"op": "all_reduce", "nbytes": 1 << 20, "seconds": 0.01, "n": 1})
+def _read_nccl_hidden(rng) -> list:
+    cases = []
+    for _ in range(3):
+        collective = rng.choice(sorted(logs.PROGRAM))
+        ranks = rng.choice([2, 3, 4, 8, 12, 16, 32, 64])
+        busbw = rng.choice([20.0, 45.0, 90.0, 180.0, 370.0, 480.0])
+        listed = ranks > 16 or busbw < 50 or rng.random() < 0.5
+        low, high = rng.choice([3, 10, 20]), rng.choice([30, 32, 33])
+        log = logs.modelled_log(collective, ranks, rng.choice([3e-6, 8e-6, 2e-5]), busbw,
+                                [2 ** k for k in range(low, high + 1)], rng.randrange(10 ** 6),
+                                gpus_per_node=rng.choice([4, 8]) if listed else None)
+        cases.append({"log": log, "collective": collective, "nbytes": rng.choice([2 ** 20, 10 ** 8, 2 ** 30, 5e9]),
+                      "ranks": rng.choice([2, 8, 16, 64, 256, 1024])})
     return cases
 
 
@@ -213,30 +429,41 @@ def _ring_hidden(rng) -> list:
 def _measure_hidden(rng) -> list:
     return [{"kind": "fake", "sizes": sorted(rng.sample([1 << 19, 1 << 20, 2 << 20, 3 << 20, 6 << 20], 2)),
              "world_size": rng.choice([2, 3, 8]), "alpha_s": rng.choice([0.0005, 0.001, 0.002]),
-             "bytes_per_s": rng.choice([4e8, 6e8, 1e9])}]
+             "bytes_per_s": rng.choice([4e8, 6e8, 1e9]), "setup_s": rng.choice([0.2, 0.3])}]
 
 
-def _batch_hidden(rng) -> list:
-    pool = [p.id for p in profiles.all_of("gpu") if p.get("interconnect.nvlink_links") and p.peak("bf16")]
-    return [{"profile": rng.choice(pool), "strategy": rng.choice(["dp", "fsdp"]), "in_network": rng.random() < 0.5,
-             "bw_gbs": rng.choice([None, None, 50.0, 100.0, 400.0, 800.0])} for _ in range(8)]
+def _plan_hidden(rng) -> list:
+    cases = []
+    pool = TASKS["plan"].visible()[0]["systems"]
+    for _ in range(4):
+        systems = []
+        for system in rng.sample(pool, rng.randint(1, 3)):
+            systems.append({**system, "mfu": rng.choice([0.3, 0.4, 0.5]), "in_network": rng.random() < 0.5 and system["in_network"]})
+        job = {"params": rng.choice([1.3e9, 7e9, 13e9, 70e9]), "tokens": rng.choice([2 ** 18, 2 ** 20, 2 ** 22]),
+               "max_gpus": rng.choice([64, 512, 4096])}
+        one = _step_s(job, systems[0], 1)
+        job["target_s"] = one / 10 ** rng.uniform(0.3, 3.3)
+        cases.append({"job": job, "systems": systems})
+    return cases
 
 
 EXPECT = {
-    "links": lambda case: link_gbs(case["link"], case["count"], case["bidirectional"]),
-    "superpod": lambda case: superpod(case["levels"]),
-    "cost": lambda case: comm_time(case["op"], case["nbytes"], case["n"], case["alpha_s"], case["bw_gbs"]),
-    "busbw": lambda case: bus_bandwidth(case["op"], case["nbytes"], case["seconds"], case["n"]),
+    "links": lambda case: _with_mistakes("links", case, link_gbs(case["link"], case["count"], case["bidirectional"])),
+    "superpod": lambda case: _with_mistakes("superpod", case, superpod(case["levels"])),
+    "bucket": lambda case: _with_mistakes("bucket", case, {**bucket(*(case[k] for k in ("n", "alpha_s", "busbw_gbs", "nbytes", "target"))),
+                                                           "min_bytes_ok": _bucket_sizes_ok(case)}),
+    "read_nccl": lambda case: _with_mistakes("read_nccl", case, read_nccl(case["log"], case["collective"], case["nbytes"],
+                                                                          case["ranks"])),
     "measure": fake_busbw,  # real ranks: graded against gloo's own all_reduce, taken by the referee
-    "batch": lambda case: min_batch_for_profile(case["profile"], case["strategy"], case["in_network"], case["bw_gbs"]),
+    "plan": lambda case: _with_mistakes("plan", case, plan(case["job"], case["systems"])),
 }  # "ring": scored against dist.all_reduce on the same ranks, no expected answer
 
 HIDDEN = {
     "links": _links_hidden,
     "superpod": _superpod_hidden,
-    "cost": _cost_hidden,
-    "busbw": _busbw_hidden,
+    "bucket": _bucket_hidden,
+    "read_nccl": _read_nccl_hidden,
     "ring": _ring_hidden,
     "measure": _measure_hidden,
-    "batch": _batch_hidden,
+    "plan": _plan_hidden,
 }

@@ -19,11 +19,6 @@ SEED = 11
 GB = 1e9
 
 
-def _copy(case):
-    from autograder.modules.m03_memory_hierarchy import tasks as m03
-    return {"device": "cpu", "nbytes": m03._copy_bytes(case, "cpu"), "gbs": 12.0}, {"gbs": 12.0}
-
-
 def _sweep(case):
     from autograder.modules.m03_memory_hierarchy import tasks as m03
     device, llc, sizes = m03._sweep_plan(case)
@@ -38,32 +33,32 @@ def _matmul(case):
 
 def _mfu(case):
     from course_answers.m06_choosing_hardware import step_flops
-    flops, seconds, peak = step_flops(case["dims"], case["batch"]), 0.01, 0.3
+    flops, seconds, peak = step_flops(case["dims"], case["batch"], case["frozen"]), 0.01, 0.3
     return ({"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
-             "mfu": flops / seconds / (peak * 1e12)}, {"seconds": seconds})
+             "utilization": flops / seconds / (peak * 1e12)}, {"seconds": seconds})
 
 
 def _speedup(case):
     return {"cpu_s": 0.004, "accel_s": 0.004, "accel_device": "cpu"}, {"cpu_s": 0.004, "accel_s": 0.004}
 
 
-def _timer(case):
-    return {"fake_s": case["work_s"], "cpu_s": case["cpu_s"]}, None
-
-
 def _busbw(case):
     return {"learner": [0.5] * len(case["sizes"])}, {"busbw": [0.5] * len(case["sizes"])}
 
 
+def _kernel_copy(case):
+    copy = {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}
+    return {"device": "cpu", "simulated": True, "n": 2048, "gbs": 1e-4, "copy": copy}, {"gbs": 1e-4}
+
+
 # task id -> (which visible case, the forged round answer and the reference that agrees with it)
 FORGERIES = {
-    "m01.timer": (0, _timer),
     "m01.speedup": (0, _speedup),
     "m02.measure": (0, _matmul),
-    "m03.copy": (0, _copy),
     "m03.sweep": (0, _sweep),
     "m05.measure": (1, _busbw),  # the real ranks; the fake-dist case is graded against the fake's own clock
     "m06.mfu": (0, _mfu),
+    "m07.copy": (0, _kernel_copy),
 }
 
 

@@ -16,12 +16,12 @@ from typing import Callable
 from ... import profiles
 from ...lesson import show_table, t
 from ...ranks import BUSBW_FACTORS
-from .tables import DATA, NAMES, data, network_links, nodes, nvlink_links, pcie_links, sources, superpod
+from .tables import DATA, NAMES, data, nccl_log, network_links, nodes, nvlink_links, pcie_links, sources, superpod
 
-__all__ = ["data", "network_links", "nodes", "nvlink_links", "pcie_links", "sources", "superpod",
+__all__ = ["data", "nccl_log", "network_links", "nodes", "nvlink_links", "pcie_links", "sources", "superpod",
            "show_machine", "show_pcie", "show_nvlink", "show_ports", "plot_link_bars", "show_nodes", "show_topology",
            "show_levels", "plot_levels", "ring_widget", "plot_allreduce_times", "explore_costs",
-           "show_busbw_factors", "plot_measured_8xh100", "show_allreduce_levels", "show_min_batches",
+           "show_busbw_factors", "show_log", "plot_measured_8xh100", "show_allreduce_levels", "show_min_batches",
            "plot_dp_crossing", "show_allreduce", "plot_busbw_fit", "show_sources", "fit_alpha_beta", "ring_states",
            "nvlink_gbs"]
 
@@ -30,7 +30,7 @@ PROFILE_FIELDS = ("label", "interconnect.nvlink_gen", "interconnect.nvlink_links
 NODE_OF = {"a100_sxm_80gb": "dgx_a100", "h100_sxm": "dgx_h100", "h200_sxm": "dgx_h100",  # DGX H200: DGX H100's network
            "b200": "dgx_b200", "gb200": "gb200_nvl72"}
 LINKS_GBS = {"NVLink 4 (H100): 450": 450.0, "NVLink 5 (B200): 900": 900.0, "PCIe 5 x16: 63": 16 * 32 * 128 / 130 / 8,
-             "PCIe 4 x16: 31.5": 16 * 16 * 128 / 130 / 8, "InfiniBand NDR: 50": 50.0}
+             "PCIe 4 x16: 31.5": 16 * 16 * 128 / 130 / 8, "InfiniBand NDR: 50": 50.0}  # GB/s per direction
 
 
 def _plt():
@@ -80,7 +80,7 @@ def show_nvlink(nvlink: list[dict], per_gpu_gbs: list[float]) -> None:
                      t("GPU당 한 방향 GB/s", "GB/s per GPU per direction"): per_dir,
                      t("GPU당 양방향 GB/s (대표 숫자)", "GB/s per GPU both directions (headline)"): 2 * per_dir})
     show_table(rows)
-    print(t("같은 숫자를 장치 프로필(autograder/data/profiles.yaml)에서:",
+    print(t("같은 숫자를 장치 프로파일(autograder/data/profiles.yaml)에서:",
             "The same figures from the device profiles (autograder/data/profiles.yaml):"))
     show_table(profiles.table(["v100_sxm2_32gb", "a100_sxm_80gb", "h100_sxm", "b200", "gb200"], fields=PROFILE_FIELDS))
 
@@ -150,18 +150,22 @@ def show_levels(pod: dict, per_gpu: list[float]) -> None:
     show_table(rows)
 
 
-def plot_levels(pod: dict, ours: list[float], seeds: list[float]) -> None:
-    """Per-GPU bandwidth at each level: the reference architecture's data next to seed 004's."""
+def plot_levels(pod: dict, per_gpu: list[float], w: list[float]) -> None:
+    """Each level of a SuperPOD: the bandwidth one GPU has there against the all-reduce bandwidth W_i it offers."""
     import numpy as np
     plt = _plt()
-    x = np.arange(len(ours))
+    x = np.arange(len(per_gpu))
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    ax.bar(x - 0.2, ours, 0.4, label=t("참조 구조 데이터", "reference architecture data"))
-    ax.bar(x + 0.2, seeds, 0.4, label=t("seed 004", "seed 004"), color="tab:orange")
+    ax.bar(x - 0.2, per_gpu, 0.4, label=t("GPU당 대역폭", "bandwidth per GPU"))
+    ax.bar(x + 0.2, w, 0.4, label=t("all-reduce 대역폭 W_i", "all-reduce bandwidth W_i"), color="tab:orange")
+    for i, (a, b) in enumerate(zip(per_gpu, w)):
+        ax.text(i - 0.2, a * 1.1, f"{a:.0f}", ha="center", fontsize=8)
+        ax.text(i + 0.2, b * 1.1, f"{b:.0f}", ha="center", fontsize=8)
     ax.set_xticks(x, [level["name"] for level in pod["levels"]])
     ax.set_yscale("log")
-    ax.set_ylabel(t("GPU당 GB/s (한 방향, 로그)", "GB/s per GPU (one way, log)"))
-    ax.set_title(t("DGX H100 SuperPOD: 단계별 GPU당 대역폭", "DGX H100 SuperPOD: bandwidth per GPU at each level"))
+    ax.set_ylabel(t("GB/s (한 방향, 로그)", "GB/s (one way, log)"))
+    ax.set_title(t("DGX H100 SuperPOD: 단계별 GPU당 대역폭과 all-reduce 대역폭",
+                   "DGX H100 SuperPOD: per-GPU and all-reduce bandwidth at each level"))
     ax.legend()
     _finish(plt)
 
@@ -200,16 +204,16 @@ def ring_widget():
                             step=widgets.IntSlider(value=3, min=0, max=14, description=t("단계", "step")))
 
 
-def plot_allreduce_times(ring_s: Callable, in_network_s: Callable, alpha_s: float = 5e-6) -> None:
-    """Ring and in-network all-reduce time against array size on 8 x H100 (450 GB/s per direction)."""
+def plot_allreduce_times(ring_s: Callable, in_network_s: Callable, alpha: float = 5e-6) -> None:
+    """Ring and in-network all-reduce time against array size on 8 x H100 (β = 450 GB/s per direction)."""
     import numpy as np
     plt = _plt()
-    n, bw = 8, 450
+    n, beta = 8, 450e9
     sizes = np.logspace(3, 10, 60)
     fig, ax = plt.subplots(figsize=(7.5, 4))
-    ax.loglog(sizes, [ring_s(s, n, alpha_s, bw) for s in sizes], label=t("ring all-reduce", "ring all-reduce"))
-    ax.loglog(sizes, [in_network_s(s, n, alpha_s, bw) for s in sizes], label=t("in-network all-reduce", "in-network all-reduce"))
-    ax.loglog(sizes, [ring_s(s, n, 0.0, bw) for s in sizes], ":", color="gray", label=t("ring, 대역폭 항만", "ring, bandwidth term only"))
+    ax.loglog(sizes, [ring_s(s, n, alpha, beta) for s in sizes], label=t("ring all-reduce", "ring all-reduce"))
+    ax.loglog(sizes, [in_network_s(s, n, alpha, beta) for s in sizes], label=t("in-network all-reduce", "in-network all-reduce"))
+    ax.loglog(sizes, [ring_s(s, n, 0.0, beta) for s in sizes], ":", color="gray", label=t("ring, 대역폭 항만", "ring, bandwidth term only"))
     ax.set_xlabel(t("배열 크기 (바이트)", "array size (bytes)"))
     ax.set_ylabel(t("시간 (초)", "time (s)"))
     ax.set_title(t("8×H100, α = 5 µs(가정), 한 방향 450 GB/s", "8×H100, α = 5 µs (assumed), 450 GB/s per direction"))
@@ -222,11 +226,11 @@ def explore_costs(ring_s: Callable, in_network_s: Callable):
     import ipywidgets as widgets
 
     def explore(size_mb=256.0, n=8, link="NVLink 4 (H100): 450", alpha_us=5.0):
-        bw, alpha, nbytes = LINKS_GBS[link], alpha_us * 1e-6, size_mb * 1e6
+        beta, alpha, size = LINKS_GBS[link] * 1e9, alpha_us * 1e-6, size_mb * 1e6
         ms = t("시간 ms", "time ms")
-        show_table([{"op": "all_gather / reduce_scatter", ms: ((n - 1) * alpha + (n - 1) / n * nbytes / (bw * 1e9)) * 1e3},
-                    {"op": "ring all_reduce", ms: ring_s(nbytes, n, alpha, bw) * 1e3},
-                    {"op": "in-network all_reduce", ms: in_network_s(nbytes, n, alpha, bw) * 1e3}])
+        show_table([{"op": "all_gather / reduce_scatter", ms: ring_s(size, n, alpha, beta) / 2 * 1e3},  # half of RS + AG
+                    {"op": "ring all_reduce", ms: ring_s(size, n, alpha, beta) * 1e3},
+                    {"op": "in-network all_reduce", ms: in_network_s(size, n, alpha, beta) * 1e3}])
 
     return widgets.interact(explore, size_mb=widgets.FloatLogSlider(value=256, base=10, min=-3, max=5, description="MB"),
                             n=widgets.IntSlider(value=8, min=2, max=256, description="n"), link=list(LINKS_GBS),
@@ -237,6 +241,14 @@ def show_busbw_factors(n: int = 8) -> None:
     """nccl-tests' busbw / algbw factor of each collective, as written and for ``n`` ranks."""
     show_table([{t("집합 통신", "collective"): op, t("busbw / algbw", "busbw / algbw"): factor,
                  f"n = {n}": f"{BUSBW_FACTORS[op](n):.3f}"} for op, factor in data("collectives")["busbw_factors"].items()])
+
+
+def show_log(name: str) -> None:
+    """A published nccl-tests log (data/nccl_logs.yaml): the system it ran on, its text and its source."""
+    log = nccl_log(name)
+    print(log["system"])
+    print(log["text"])
+    print(t("출처:", "source:"), "; ".join(log["sources"]))
 
 
 def plot_measured_8xh100() -> None:
@@ -257,9 +269,10 @@ def plot_measured_8xh100() -> None:
 
 # ---------------------------------------------------------------- 6. scaling rooflines
 def show_min_batches(min_batch: Callable) -> None:
-    """Smallest per-GPU batch of DP (in the node, beyond it) and FSDP for each GPU, by the lesson's ``min_batch``.
+    """Smallest per-GPU batch of DP with a ring and with in-network reduction (its best case), in the node and beyond it.
 
-    Beyond the node W is the leaf level's: the node's NICs per GPU, capped by NVLink.
+    ``min_batch(c, w, sends)``: the lesson's rule (sends = 2 for a ring or FSDP, 1 in-network). Beyond the
+    node W is the leaf level's all-reduce bandwidth: the node's NICs together, capped by NVLink.
     """
     rows = []
     for pid, node_id in NODE_OF.items():
@@ -267,31 +280,39 @@ def show_min_batches(min_batch: Callable) -> None:
         c = prof.peak("bf16") * 1e12
         nvlink = nvlink_gbs(prof) * 1e9
         node = next(n for n in nodes() if n["id"] == node_id)
-        beyond = min(nvlink, node["gpus"] * node["nic_gbit_s"] / 8 * 1e9)
+        beyond = min(nvlink, node["nics"] * node["nic_gbit_s"] / 8 * 1e9)
         rows.append({"GPU": prof.label, "bf16 TFLOP/s": prof.peak("bf16"),
                      t("NVLink GB/s (한 방향)", "NVLink GB/s (one way)"): nvlink / 1e9,
-                     t("DP, 노드 안", "DP, in node"): min_batch(c, nvlink),
-                     t("DP, 노드 밖 (W GB/s)", "DP, beyond node (W GB/s)"): f"{min_batch(c, beyond)} ({beyond / 1e9:.0f})",
-                     t("FSDP, 노드 밖", "FSDP, beyond node"): min_batch(c, beyond, sends=2)})
+                     t("ring, 노드 안", "ring, in node"): min_batch(c, nvlink, 2),
+                     t("in-network, 노드 안", "in-network, in node"): min_batch(c, nvlink, 1),
+                     t("노드 밖 W GB/s", "W beyond node, GB/s"): beyond / 1e9,
+                     t("ring·FSDP, 노드 밖", "ring or FSDP, beyond"): min_batch(c, beyond, 2),
+                     t("in-network, 노드 밖", "in-network, beyond"): min_batch(c, beyond, 1)})
     show_table(rows)
 
 
-def plot_dp_crossing(c: float, w: float) -> None:
-    """One layer's backward compute against its gradient all-reduce as the per-GPU batch grows (H100)."""
+def plot_dp_crossing(c: float, w: float, measured: dict) -> None:
+    """One layer's backward compute against its gradient all-reduce as the per-GPU batch grows (H100).
+
+    ``measured``: busbw of the ring and of NVLS on 8 x H100 (data/collectives.yaml), drawn beside the line-rate models.
+    """
     import numpy as np
     plt = _plt()
     D, F = 8192, 32768  # an example layer; the crossing point does not depend on it
-    batch = np.linspace(50, 4000, 200)
+    batch = np.linspace(200, 4000, 200)
     fig, ax = plt.subplots(figsize=(7.5, 4))
-    ax.plot(batch, 4 * batch * D * F / c * 1e3, label=t("backward 계산", "backward compute"))
-    ax.axhline(2 * D * F / w * 1e3, color="tab:green", ls="--", label=t("in-network all-reduce", "in-network all-reduce"))
-    ax.axhline(4 * D * F / w * 1e3, color="tab:red", ls="--", label=t("ring all-reduce / FSDP", "ring all-reduce / FSDP"))
-    ax.axvline(c / (2 * w), color="gray", ls=":")
-    ax.text(c / (2 * w) + 30, 4 * D * F / w * 1e3 * 1.35, f"b = C/2W ≈ {c / (2 * w):.0f}")
+    ax.plot(batch, 4 * batch * D * F / c * 1e3, color="black", label=t("역전파 계산", "backward compute"))
+    ax.axhline(4 * D * F / w * 1e3, color="tab:red", ls="--", label=t("ring all-reduce / FSDP (회선 속도)", "ring all-reduce / FSDP (line rate)"))
+    ax.axhline(2 * D * F / w * 1e3, color="tab:green", ls="--", label=t("in-network, 최선의 경우", "in-network, best case"))
+    for key, color, label in (("ring_busbw_gbs", "tab:red", t("ring, 측정", "ring, measured")),
+                              ("nvls_busbw_gbs", "tab:green", t("NVLS, 측정", "NVLS, measured"))):
+        ax.axhline(4 * D * F / (measured[key] * 1e9) * 1e3, color=color, ls=":", label=label)
+    ax.axvline(c / w, color="gray", ls=":")
+    ax.text(c / w + 30, 4 * D * F / w * 1e3 * 0.6, f"b = C/W ≈ {c / w:.0f}")
     ax.set_xlabel(t("GPU당 배치 (토큰)", "per-GPU batch (tokens)"))
     ax.set_ylabel(t("층 하나의 시간 (ms)", "time for one layer (ms)"))
     ax.set_title(t("H100 데이터 병렬: 계산이 통신보다 길어지는 배치", "H100 data parallelism: the batch where compute outgrows communication"))
-    ax.legend()
+    ax.legend(fontsize=8)
     _finish(plt)
 
 

@@ -1,8 +1,9 @@
 """The data tables of module 05 (networking), read by its lesson, its tasks and the exercise.
 
 ``data/links.yaml`` (PCIe, NVLink, network ports), ``data/nodes.yaml`` (DGX A100/H100/B200,
-GB200 NVL72), ``data/superpod.yaml`` (SuperPod levels) and ``data/collectives.yaml``
-(bus-bandwidth factors as nccl-tests writes them, measured all-reduce), each with its sources.
+GB200 NVL72), ``data/superpod.yaml`` (SuperPod levels), ``data/collectives.yaml``
+(bus-bandwidth factors as nccl-tests writes them, measured all-reduce) and ``data/nccl_logs.yaml``
+(published nccl-tests logs), each with its sources.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from ...datafile import read_yaml
 
 DATA = Path(__file__).resolve().parent / "data"
-NAMES = ("links", "nodes", "superpod", "collectives")
+NAMES = ("links", "nodes", "superpod", "collectives", "nccl_logs")
 
 
 @lru_cache(maxsize=None)
@@ -22,7 +23,7 @@ def _load(name: str) -> dict:
 
 
 def data(name: str) -> dict:
-    """A copy of ``data/<name>.yaml`` (links, nodes, superpod, collectives)."""
+    """A copy of ``data/<name>.yaml`` (links, nodes, superpod, collectives, nccl_logs)."""
     return copy.deepcopy(_load(name))
 
 
@@ -49,6 +50,11 @@ def nodes() -> list[dict]:
 def superpod(name: str = "superpod_h100") -> dict:
     """A SuperPod as levels (name, gpus, links, link_rate, unit) with its sources."""
     return data("superpod")[name]
+
+
+def nccl_log(name: str) -> dict:
+    """A published nccl-tests log: collective, system, sources and its text."""
+    return data("nccl_logs")["logs"][name]
 
 
 def sources(name: str) -> list[str]:

@@ -1,25 +1,26 @@
-"""Tasks of module 05 (networking): link arithmetic, SuperPod levels, collective cost models,
-bus bandwidth, a ring all-reduce on real gloo ranks, a bus-bandwidth measurement, and the
-data-parallel roofline.
+"""Tasks of module 05 (networking): link arithmetic, all-reduce and all-to-all on a tree of switches, the
+smallest bucket for a bus bandwidth, reading an nccl-tests log, a ring all-reduce on real gloo ranks,
+fixing an all-reduce benchmark, and how far a data-parallel model scales.
 
-The two torch.distributed tasks run the learner's function on separate rank processes
-through :mod:`autograder.ranks` (source shipped, so it works with the spawn start
-method). The rank-side programs below (``ring_program``, ``busbw_program``) are
-importable, which is all the ranks need; the measurement's reference is the core's
-(:func:`autograder.ranks.best_busbw`), taken by the referee in turns with the learner's.
+A task's expected answer (``want``) carries, under ``"mistakes"``, what each known wrong answer returns on
+the case (``course_answers``' ``MISTAKES``): ``score`` compares and names the mistake it recognises. The
+two torch.distributed tasks run the learner's function on separate rank processes through
+:mod:`autograder.ranks` (source shipped, so it works with the spawn start method); their mistakes are named
+from what the ranks recorded. The measurement's reference is the core's (:func:`autograder.ranks.best_busbw`),
+taken by the referee in turns with the learner's.
 """
 from __future__ import annotations
 
-import math
 import statistics
+import time
 from typing import Any
 
-from ... import ranks
+from ... import profiles, ranks
 from ...checks import referee
 from ...checks.core import Part, Task, close
 from ...fakes.dist import FakeDist
 from ...i18n import Message, msg
-from . import tables
+from . import logs, tables
 
 RING_TIMEOUT_S = 45.0  # per gloo operation; only a deadlocked answer waits this long
 MEASURE_SIZES = [1 << 20, 4 << 20]
@@ -36,7 +37,7 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _ok(found: Any, want: float) -> bool:
+def _ok(found: Any, want: Any) -> bool:
     return close(found, want, rel=1e-6, abs_tol=1e-12)
 
 
@@ -49,26 +50,37 @@ def _with(text: Message, hint: Message | None) -> Message:
     return text + hint if hint else text
 
 
+def _part(ok: bool, text: Message, label: str | None = None, mistake: str | None = None, weight: float = 1.0,
+          **values) -> Part:
+    """A scored part; a failing one that is a known mistake carries that mistake's message."""
+    if not ok and mistake:
+        text = text + _say(f"mistake.{mistake}", **values)
+    return Part(ok, text, weight=weight, mistake=None if ok else mistake,
+                label=_say(f"label_{label}") if label else None)
+
+
+def _known(found: Any, want: dict, same=None) -> str | None:
+    """The known mistake whose answer on this case is ``found`` (by ``same(found, theirs)``), if any."""
+    same = same or (lambda a, b: a == b or _ok(a, b))
+    for name, theirs in want.get("mistakes", {}).items():
+        if same(found, theirs) and not same(want["answer"], theirs):
+            return name
+    return None
+
+
 def error_hint(error: str) -> Message | None:
     """A hint for the common distributed mistakes behind an error's text (gloo's, torch's)."""
     text = str(error or "")
     if "Default process group has not been initialized" in text:
         return _say("hint_dist_argument")
-    lowered = text.lower()
-    if "timed out" in lowered or "timeout" in lowered and ("send" in lowered or "recv" in lowered):
+    if _timed_out(text):
         return _say("hint_deadlock")
     return None
 
 
-def _ratio_hint(found: Any, want: float, hints: dict[float, str]) -> Message | None:
-    """A hint when ``found / want`` is one of the typical factors of a unit mistake."""
-    value = _num(found)
-    if value is None or want == 0 or value == 0:
-        return None
-    for factor, key in hints.items():
-        if math.isclose(value / want, factor, rel_tol=1e-3):
-            return _say(key)
-    return None
+def _timed_out(text: str) -> bool:
+    lowered = text.lower()
+    return "timed out" in lowered or "timeout" in lowered and ("send" in lowered or "recv" in lowered)
 
 
 # ---------------------------------------------------------------- 1. link arithmetic
@@ -82,6 +94,7 @@ def _links_visible() -> list:
         {"link": pcie[5], "count": 16, "bidirectional": False},
         {"link": pcie[2], "count": 1, "bidirectional": False},
         {"link": pcie[6], "count": 16, "bidirectional": True},
+        {"link": {"kind": "pcie", "gen": 9, "gt_s": 20.0, "encoding": "128b/132b"}, "count": 4, "bidirectional": False},
         {"link": nvlink[4], "count": 18, "bidirectional": False},
         {"link": nvlink[5], "count": 18, "bidirectional": True},
         {"link": ndr, "count": 1, "bidirectional": False},
@@ -90,115 +103,146 @@ def _links_visible() -> list:
 
 
 def _links_answer(learner, case) -> Any:
-    return learner(dict(case["link"]), case["count"], case["bidirectional"])
+    try:
+        return learner(dict(case["link"]), case["count"], case["bidirectional"])
+    except KeyError as exc:  # an encoding looked up in a table of the ones seen so far
+        if exc.args and exc.args[0] == case["link"].get("encoding"):
+            return {"unknown_encoding": exc.args[0]}
+        raise
 
 
 def _links_score(case, answer, want) -> Part:
     link = case["link"]
     what = f"{link['kind']} {link.get('gen', link.get('name', ''))} ×{case['count']}, " + \
         ("bidirectional" if case["bidirectional"] else "per direction")
-    text = _say("links_case", case=what, expected=f"{want:.6g}", found=_fmt(answer))
-    if _ok(answer, want):
-        return Part(True, text)
-    hint = _ratio_hint(answer, want, {2.0: "hint_direction", 0.5: "hint_direction", 8.0: "hint_bits", 0.125: "hint_bits"})
-    line_rate = link.get("gt_s", 0) / 8 * case["count"] * (2 if case["bidirectional"] else 1)  # no encoding taken out
-    if hint is None and link["kind"] == "pcie" and line_rate != want and _ok(answer, line_rate):
-        hint = _say("hint_encoding")
-    return Part(False, _with(text, hint))
+    right = want["answer"]
+    if isinstance(answer, dict) and "unknown_encoding" in answer:
+        text = _say("links_case", case=what, expected=f"{right:.6g}", found="KeyError")
+        return _part(False, text, mistake="encoding_table", encoding=answer["unknown_encoding"])
+    text = _say("links_case", case=what, expected=f"{right:.6g}", found=_fmt(answer))
+    return _part(_ok(answer, right), text, mistake=_known(answer, want))
 
 
-# ---------------------------------------------------------------- 2. SuperPod levels
+# ---------------------------------------------------------------- 2. all-reduce and all-to-all on a tree
 def _superpod_visible() -> list:
-    return [{"levels": tables.superpod("superpod_h100")["levels"]},
-            {"levels": tables.superpod("superpod_seed")["levels"]}]
+    h100, b200 = tables.superpod("superpod_h100")["levels"], tables.superpod("superpod_b200")["levels"]
+    spine_4to1 = [dict(level) for level in b200]
+    spine_4to1[2]["links"] = 256  # a quarter of the leaf-to-spine cables: 4:1 oversubscribed
+    return [
+        {"levels": [{key: level[key] for key in ("name", "gpus", "links", "link_rate", "unit")} for level in h100]},
+        {"levels": [{key: level[key] for key in ("name", "gpus", "links", "link_rate", "unit")} for level in spine_4to1]},
+        {"levels": [{"name": "node", "gpus": 8, "links": 128, "link_rate": 25, "unit": "GB/s"},
+                    {"name": "leaf", "gpus": 64, "links": 64, "link_rate": 400, "unit": "Gb/s"}]},
+        {"levels": [{"name": "node", "gpus": 4, "links": 24, "link_rate": 25, "unit": "GB/s"},
+                    {"name": "leaf", "gpus": 128, "links": 128, "link_rate": 200, "unit": "Gb/s"},
+                    {"name": "spine", "gpus": 2048, "links": 16, "link_rate": 400, "unit": "Gb/s"}]},
+    ]
 
 
 def _superpod_answer(learner, case) -> Any:
     result = learner([dict(level) for level in case["levels"]])
     if not isinstance(result, dict):
         return {"not_a_dict": repr(result)[:80]}
-    per_gpu = result.get("per_gpu_gbs")
-    return {"per_gpu_gbs": [_num(v) for v in per_gpu] if isinstance(per_gpu, (list, tuple)) else repr(per_gpu)[:80],
-            "allreduce_gbs": _num(result.get("allreduce_gbs")), "bottleneck": str(result.get("bottleneck"))}
+    return {"allreduce_gbs": _num(result.get("allreduce_gbs")), "allreduce_level": str(result.get("allreduce_level")),
+            "alltoall_gbs": _num(result.get("alltoall_gbs")), "alltoall_level": str(result.get("alltoall_level"))}
 
 
 def _superpod_score(case, answer, want) -> list[Part]:
     if "not_a_dict" in answer:
-        return [Part(False, _say("superpod_not_dict", found=answer["not_a_dict"]), weight=3)]
-    names = "/".join(level["name"] for level in case["levels"])
-    found = answer["per_gpu_gbs"]
-    per_ok = isinstance(found, list) and len(found) == len(want["per_gpu_gbs"]) and \
-        all(_ok(f, w) for f, w in zip(found, want["per_gpu_gbs"]))
-    exp_list = ", ".join(f"{v:.4g}" for v in want["per_gpu_gbs"])
-    found_list = ", ".join(_fmt(v) for v in found) if isinstance(found, list) else str(found)
+        return [Part(False, _say("superpod_not_dict", found=answer["not_a_dict"]), weight=2)]
+    names = "/".join(f"{level['name']}({level['gpus']})" for level in case["levels"])
+    parts = []
+    for kind in ("allreduce", "alltoall"):
+        pick = lambda d: (d.get(f"{kind}_gbs"), d.get(f"{kind}_level"))  # noqa: E731
+        mine, right = pick(answer), pick(want["answer"])
+        ok = _ok(mine[0], right[0]) and mine[1] == right[1]
+        mistake = _known(answer, want, lambda a, b: _ok(pick(a)[0], pick(b)[0]) and pick(a)[1] == pick(b)[1])
+        text = _say(f"superpod_{kind}", levels=names, expected=f"{right[0]:.6g} GB/s ({right[1]})",
+                    found=f"{_fmt(mine[0])} ({mine[1]})")
+        parts.append(_part(ok, text, label=kind, mistake=mistake))
+    return parts
+
+
+# ---------------------------------------------------------------- 3. how big a bucket
+def _bucket_visible() -> list:
     return [
-        Part(per_ok, _say("superpod_per_gpu", levels=names, expected=exp_list, found=found_list)),
-        Part(_ok(answer["allreduce_gbs"], want["allreduce_gbs"]),
-             _say("superpod_allreduce", levels=names, expected=f"{want['allreduce_gbs']:.6g}",
-                  found=_fmt(answer["allreduce_gbs"]))),
-        Part(answer["bottleneck"] == want["bottleneck"],
-             _say("superpod_bottleneck", levels=names, expected=want["bottleneck"], found=answer["bottleneck"])),
+        {"n": 8, "alpha_s": 5e-6, "busbw_gbs": 450.0, "nbytes": 25e6, "target": 0.8},
+        {"n": 4, "alpha_s": 2e-5, "busbw_gbs": 1.0, "nbytes": 4194304.0, "target": 0.7},
+        {"n": 64, "alpha_s": 1.2e-5, "busbw_gbs": 50.0, "nbytes": 1e8, "target": 0.9},
+        {"n": 2, "alpha_s": 3e-6, "busbw_gbs": 370.0, "nbytes": 1e6, "target": 0.95},
     ]
 
 
-# ---------------------------------------------------------------- 3. cost models
-def _cost_visible() -> list:
+def _bucket_answer(learner, case) -> Any:
+    result = learner(case["n"], case["alpha_s"], case["busbw_gbs"], case["nbytes"], case["target"])
+    if not isinstance(result, dict):
+        return {"not_a_dict": repr(result)[:80]}
+    size = result.get("min_bytes")
+    return {"fraction": _num(result.get("fraction")),
+            "min_bytes": size if isinstance(size, int) and not isinstance(size, bool) else _num(size)}
+
+
+def _bucket_score(case, answer, want) -> list[Part]:
+    if "not_a_dict" in answer:
+        return [Part(False, _say("bucket_not_dict", found=answer["not_a_dict"]), weight=2)]
+    what = f"n={case['n']}, α={case['alpha_s']:.3g} s, β={case['busbw_gbs']:g} GB/s"
+    right = want["answer"]
+    size = answer["min_bytes"]
+    size_ok = isinstance(size, int) and size in right["min_bytes_ok"]
     return [
-        # seed 004: AllGather of bf16[1024, 16384] on 8 x H100 (450 GB/s per direction)
-        {"op": "all_gather", "nbytes": 1024 * 16384 * 2, "n": 8, "alpha_s": 0.0, "bw_gbs": 450.0},
-        {"op": "reduce_scatter", "nbytes": 1024 * 16384 * 2, "n": 8, "alpha_s": 0.0, "bw_gbs": 450.0},
-        # seed 001: 10B fp32 gradients (40 GB) all-reduced by 4 GPUs over PCIe 4.0 x16
-        {"op": "all_reduce", "nbytes": 40e9, "n": 4, "alpha_s": 0.0, "bw_gbs": 16 * 128 / 130 * 16 / 8},
-        {"op": "all_reduce", "nbytes": 1e9, "n": 8, "alpha_s": 5e-6, "bw_gbs": 450.0},
-        {"op": "all_reduce_in_network", "nbytes": 1e9, "n": 8, "alpha_s": 5e-6, "bw_gbs": 450.0},
-        {"op": "all_reduce", "nbytes": 4096, "n": 8, "alpha_s": 5e-6, "bw_gbs": 450.0},
-        {"op": "all_to_all", "nbytes": 64e6, "n": 8, "alpha_s": 5e-6, "bw_gbs": 450.0},
-        {"op": "all_reduce", "nbytes": 1e6, "n": 1, "alpha_s": 5e-6, "bw_gbs": 450.0},
+        _part(_ok(answer["fraction"], right["fraction"]),
+              _say("bucket_fraction", case=what, nbytes=f"{case['nbytes']:.4g}", expected=f"{right['fraction']:.4f}",
+                   found=_fmt(answer["fraction"])),
+              label="fraction", mistake=_known(answer["fraction"], {**want, "answer": right["fraction"],
+                                                                   "mistakes": _field(want, "fraction")})),
+        _part(size_ok, _say("bucket_size", case=what, target=f"{case['target']:g}", expected=right["min_bytes"],
+                            found=_fmt(size)),
+              label="min_bytes", mistake=_known(size, {**want, "answer": right["min_bytes"],
+                                                        "mistakes": _field(want, "min_bytes")}, lambda a, b: a == b)),
     ]
 
 
-def _cost_answer(learner, case) -> Any:
-    return learner(case["op"], case["nbytes"], case["n"], case["alpha_s"], case["bw_gbs"])
+def _field(want: dict, key: str) -> dict:
+    """Each known mistake's value of one field of the answer."""
+    return {name: theirs.get(key) for name, theirs in want.get("mistakes", {}).items() if isinstance(theirs, dict)}
 
 
-def _cost_score(case, answer, want) -> Part:
-    what = f"{case['op']}, {case['nbytes']:.4g} B, n={case['n']}, α={case['alpha_s']:.3g} s, {case['bw_gbs']:.4g} GB/s"
-    ok = _ok(answer, want)
-    hint = None
-    if not ok and case["n"] > 1:
-        hint = _ratio_hint(answer, want, {case["n"] / (case["n"] - 1): "hint_ring_factor",
-                                           (case["n"] - 1) / case["n"]: "hint_ring_factor",
-                                           2.0: "hint_allreduce_twice", 0.5: "hint_allreduce_twice",
-                                           1e9: "hint_units", 1e-9: "hint_units"})
-    return Part(ok, _with(_say("cost_case", case=what, expected=f"{want:.6g}", found=_fmt(answer)), hint))
-
-
-# ---------------------------------------------------------------- 4. bus bandwidth
-def _busbw_visible() -> list:
+# ---------------------------------------------------------------- 4. reading an nccl-tests log
+def _read_nccl_visible() -> list:
+    published = tables.nccl_log("allreduce_2x8xh100")
+    sizes = [2 ** k for k in range(20, 33)]
     return [
-        {"op": "all_reduce", "nbytes": 1 << 30, "seconds": 0.005, "n": 8},
-        {"op": "all_gather", "nbytes": 1 << 30, "seconds": 0.003, "n": 8},
-        {"op": "reduce_scatter", "nbytes": 1 << 28, "seconds": 0.001, "n": 4},
-        {"op": "broadcast", "nbytes": 1 << 28, "seconds": 0.001, "n": 4},
-        {"op": "all_to_all", "nbytes": 1 << 26, "seconds": 0.0002, "n": 16},
-        {"op": "send_recv", "nbytes": 1 << 20, "seconds": 0.0001, "n": 2},
+        {"log": published["text"], "collective": published["collective"], "nbytes": 2 ** 30, "ranks": 16},
+        {"log": logs.modelled_log("all_gather", 8, 1e-5, 360.0, sizes, seed=5, gpus_per_node=None),
+         "collective": "all_gather", "nbytes": 2 ** 30, "ranks": 64},
+        {"log": logs.modelled_log("all_to_all", 32, 2e-5, 40.0, [2 ** k for k in range(10, 31)], seed=7),
+         "collective": "all_to_all", "nbytes": 2 ** 28, "ranks": 8},
     ]
 
 
-def _busbw_answer(learner, case) -> Any:
-    return learner(case["op"], case["nbytes"], case["seconds"], case["n"])
+def _read_nccl_answer(learner, case) -> Any:
+    result = learner(case["log"], case["collective"], case["nbytes"], case["ranks"])
+    if not isinstance(result, dict):
+        return {"not_a_dict": repr(result)[:80]}
+    count = result.get("ranks_in_log")
+    return {"ranks_in_log": count if isinstance(count, int) and not isinstance(count, bool) else _num(count),
+            "busbw_gbs": _num(result.get("busbw_gbs")), "seconds": _num(result.get("seconds"))}
 
 
-def _busbw_score(case, answer, want) -> Part:
-    what = f"{case['op']}, {case['nbytes']} B in {case['seconds']:.3g} s, n={case['n']}"
-    ok = _ok(answer, want)
-    hint = None
-    if not ok and _num(answer) is not None and want:
-        if math.isclose(float(answer), case["nbytes"] / case["seconds"] / 1e9, rel_tol=1e-6):
-            hint = _say("hint_algbw")
-        else:
-            hint = _ratio_hint(answer, want, {2 ** 30 / 1e9: "hint_gib", 1e9 / 2 ** 30: "hint_gib"})
-    return Part(ok, _with(_say("busbw_case", case=what, expected=f"{want:.6g}", found=_fmt(answer)), hint))
+def _read_nccl_score(case, answer, want) -> list[Part]:
+    if "not_a_dict" in answer:
+        return [Part(False, _say("read_not_dict", found=answer["not_a_dict"]), weight=3)]
+    first = next((line for line in case["log"].splitlines() if "Collective test starting" in line), case["collective"])
+    what = f"{first.split(':')[-1].strip()}, {case['nbytes']:.4g} B on {case['ranks']} ranks"
+    right = want["answer"]
+    parts = []
+    for key, label, unit in (("ranks_in_log", "ranks", ""), ("busbw_gbs", "busbw", " GB/s"), ("seconds", "time", " s")):
+        mine = answer[key]
+        ok = mine == right[key] if key == "ranks_in_log" else _ok(mine, right[key])
+        mistake = _known(mine, {**want, "answer": right[key], "mistakes": _field(want, key)})
+        parts.append(_part(ok, _say(f"read_{label}", case=what, expected=f"{right[key]:.6g}{unit}", found=_fmt(mine)),
+                           label=label, mistake=mistake))
+    return parts
 
 
 # ---------------------------------------------------------------- 5. ring all-reduce on gloo ranks
@@ -213,12 +257,31 @@ def _make_tensor(spec: dict, rank: int):
     return torch.randint(-8, 9, spec["shape"], generator=gen).to(dtype)
 
 
+def _same(a, b) -> bool:
+    import torch
+
+    if a.is_floating_point() and a.dtype in (torch.float32, torch.float64):
+        tol = 1e-5 if a.dtype == torch.float32 else 1e-10
+        return torch.allclose(a, b, rtol=tol, atol=tol)
+    return torch.equal(a, b)
+
+
+def _diagnose(out, expected, n: int) -> dict:
+    """What a wrong result looks like: how many of the n chunks are finished, and whether it is the mean."""
+    import torch
+
+    pairs = zip(torch.tensor_split(out.reshape(-1), n), torch.tensor_split(expected.reshape(-1), n))
+    done = sum(1 for mine, right in pairs if mine.numel() and _same(mine, right))
+    averaged = out.is_floating_point() and out.dtype in (torch.float32, torch.float64) and _same(out * n, expected)
+    return {"chunks_done": done, "averaged": bool(averaged)}
+
+
 def ring_program(learner, specs: list) -> list:
     """Rank side: run the learner's all-reduce on each tensor and compare with dist.all_reduce."""
     import torch
     import torch.distributed as dist
 
-    rank = dist.get_rank()
+    rank, n = dist.get_rank(), dist.get_world_size()
     real = {name: getattr(dist, name) for name in COLLECTIVES if hasattr(dist, name)}
     used: set[str] = set()
 
@@ -246,18 +309,15 @@ def ring_program(learner, specs: list) -> list:
                 setattr(dist, name, fn)
         out = mine if out is None else out
         real["all_reduce"](expected)
-        record = {"used": sorted(used), "error": None}
+        record = {"used": sorted(used), "error": None, "in_place": True, "averaged": False, "chunks_done": n}
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(expected.shape) or out.dtype != expected.dtype:
             record.update(match=False, detail=f"{type(out).__name__} {getattr(out, 'dtype', '')} "
                                               f"{tuple(getattr(out, 'shape', ()))}")
         else:
-            if out.is_floating_point() and out.dtype in (torch.float32, torch.float64):
-                tol = 1e-5 if out.dtype == torch.float32 else 1e-10
-                match = torch.allclose(out, expected, rtol=tol, atol=tol)
-            else:
-                match = torch.equal(out, expected)
             err = (out.double() - expected.double()).abs().max().item() if out.numel() else 0.0
-            record.update(match=bool(match), detail=f"max |error| {err:.3g}")
+            record.update(match=_same(out, expected), detail=f"max |error| {err:.3g}", in_place=_same(mine, expected))
+            if not record["match"]:
+                record.update(_diagnose(out, expected, n))
         results.append(record)
     return results
 
@@ -289,10 +349,14 @@ def _ring_answer(learner, case) -> dict:
         for i, spec in enumerate(case["tensors"]):
             records = [r[i] if i < len(r) else {"error": SKIPPED} for r in results]
             errors = sorted((rec["error"] for rec in records if rec.get("error")), key=lambda e: e == SKIPPED)
+            wrong = [rec for rec in records if not rec.get("match")]
             out.append({"world_size": world_size, "spec": spec, "error": errors[0] if errors else None,
                         "match": all(rec.get("match") for rec in records) and not errors,
                         "used": sorted({u for rec in records for u in rec.get("used", [])}),
-                        "detail": next((rec.get("detail") for rec in records if not rec.get("match")), "")})
+                        "detail": next((rec.get("detail") for rec in wrong), ""),
+                        "in_place": all(rec.get("in_place", True) for rec in records),
+                        "averaged": bool(wrong) and all(rec.get("averaged") for rec in wrong),
+                        "chunks_done": min((rec.get("chunks_done", world_size) for rec in records), default=0)})
     return {"results": out}
 
 
@@ -304,15 +368,40 @@ def _ring_score(case, answer, want) -> list[Part]:
         if res["error"] == SKIPPED:
             parts.append(Part(False, _say("ring_skipped", case=where)))
         elif res["error"]:
-            parts.append(Part(False, _with(_say("ring_error", case=where, error=res["error"]), error_hint(res["error"]))))
+            deadlock = _timed_out(res["error"])
+            parts.append(_part(False, _with(_say("ring_error", case=where, error=res["error"]),
+                                            None if deadlock else error_hint(res["error"])),
+                               mistake="deadlock" if deadlock else None))
         elif res["used"]:
-            parts.append(Part(False, _say("ring_collective", case=where, used=", ".join(res["used"]))))
+            parts.append(_part(False, _say("ring_collective", case=where, used=", ".join(res["used"])),
+                               mistake="collective"))
+        elif not res["match"]:
+            mistake = "averaged" if res.get("averaged") else \
+                "reduce_scatter_only" if res.get("chunks_done") == 1 and res["world_size"] > 1 else None
+            parts.append(_part(False, _say("ring_case", case=where, detail=res["detail"] or "-"), mistake=mistake,
+                               n=res["world_size"]))
         else:
-            parts.append(Part(bool(res["match"]), _say("ring_case", case=where, detail=res["detail"] or "-")))
+            parts.append(_part(res.get("in_place", True), _say("ring_case", case=where, detail=res["detail"] or "-"),
+                               mistake="not_in_place"))
     return parts
 
 
-# ---------------------------------------------------------------- 6. measuring bus bandwidth
+# ---------------------------------------------------------------- 6. fixing an all-reduce benchmark
+class FirstCallDist(FakeDist):
+    """The fake dist whose first all_reduce of each size also pays ``setup_s``, as a real library's first call does."""
+
+    def __init__(self, world_size: int, alpha_s: float, bytes_per_s: float, setup_s: float):
+        super().__init__(world_size, alpha_s, bytes_per_s)
+        self.setup_s, self._seen = setup_s, set()
+
+    def all_reduce(self, tensor, op=None, group=None, async_op=False):
+        nbytes = tensor.numel() * tensor.element_size()
+        if nbytes not in self._seen:
+            self._seen.add(nbytes)
+            time.sleep(self.setup_s)
+        return super().all_reduce(tensor, op=op, group=group, async_op=async_op)
+
+
 def busbw_program(learner, sizes: list, repeats: int = 2) -> dict:
     """Rank side of one round: the learner's measurement, the best of ``repeats`` (contention only slows a run)."""
     import torch.distributed as dist
@@ -331,13 +420,14 @@ def busbw_program(learner, sizes: list, repeats: int = 2) -> dict:
 
 
 def _measure_visible() -> list:
-    return [{"kind": "fake", "sizes": [1 << 20, 4 << 20], "world_size": 4, "alpha_s": 0.001, "bytes_per_s": 5e8},
+    return [{"kind": "fake", "sizes": [1 << 20, 4 << 20], "world_size": 4, "alpha_s": 0.001, "bytes_per_s": 5e8,
+             "setup_s": 0.3},
             {"kind": "ranks", "sizes": MEASURE_SIZES, "world_size": 4}]
 
 
 def _measure_answer(learner, case) -> dict:
     if case["kind"] == "fake":
-        fake = FakeDist(case["world_size"], case["alpha_s"], case["bytes_per_s"])
+        fake = FirstCallDist(case["world_size"], case["alpha_s"], case["bytes_per_s"], case["setup_s"])
         values = learner(fake, list(case["sizes"]), case["world_size"])
         return {"values": [_num(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)[:80],
                 "largest_call": max(fake.sizes, default=0)}
@@ -370,6 +460,8 @@ def _measure_score(case, answer, want) -> list[Part]:
                None) if found else "-"
     if bad is not None:
         text = _say("measure_not_list", n=len(sizes), found=str(bad))
+        if _timed_out(str(bad)):
+            return [_part(False, text, mistake="rank_counts", weight=len(sizes))]
         return [Part(False, _with(text, error_hint(str(bad))), weight=len(sizes))]
     why = referee.unmeasured(answer, lambda r: _one_call_seconds(sizes, r["learner"], n))
     if why:
@@ -395,67 +487,116 @@ def _measure_score(case, answer, want) -> list[Part]:
 
 def _measure_fake_score(case, answer, want) -> list[Part]:
     values = answer["values"]
-    n_sizes = len(case["sizes"])
+    n_sizes, n = len(case["sizes"]), case["world_size"]
     if not isinstance(values, list) or len(values) != n_sizes:
         return [Part(False, _say("measure_not_list", n=n_sizes, found=str(values)), weight=n_sizes)]
+    too_big = answer.get("largest_call", 0) > max(case["sizes"])
     parts = []
     for size, value, expected in zip(case["sizes"], values, want):
         ok = value is not None and 0.75 * expected <= value <= 1.3 * expected
-        text = _say("measure_fake", size=size, n=case["world_size"], expected=f"{expected:.4g}", found=_fmt(value))
-        parts.append(Part(ok, text if ok else _with(text, _ratio_hint_loose(value, expected, case["world_size"]))))
+        text = _say("measure_fake", size=size, n=n, expected=f"{expected:.4g}", found=_fmt(value))
+        mistake = None if ok else _measure_mistake(value / expected if value else 0.0, n, too_big)
+        parts.append(_part(ok, text, mistake=mistake, setup=case["setup_s"]) if mistake or ok else
+                     Part(False, _with(text, _ratio_hint_loose(value, expected))))
     return parts
 
 
-def _ratio_hint_loose(value, want: float, n: int) -> Message | None:
+def _measure_mistake(ratio: float, n: int, too_big: bool) -> str | None:
+    """The known mistake behind a fake-dist value ``ratio`` times the exact busbw."""
+    if too_big:
+        return "elements"
+    if 0.8 <= ratio * 2 * (n - 1) / n <= 1.25:
+        return "algbw"
+    return "no_warmup" if 0 < ratio < 0.75 else None
+
+
+def _ratio_hint_loose(value, want: float) -> Message | None:
     if value is None or not want:
         return None
     ratio = value / want
-    factor = ranks.BUSBW_FACTORS["all_reduce"](n)
-    for target, key in ((1 / factor, "hint_algbw"), (0.25, "hint_elements"), (4.0, "hint_elements"),
-                        (1e9, "hint_units"), (1e-9, "hint_units")):
+    for target, key in ((1e9, "mistake.units"), (1e-9, "mistake.units")):
         if 0.8 * target <= ratio <= 1.25 * target:
             return _say(key)
-    return _say("hint_fake_time") if ratio < 0.75 else None
+    return None
 
 
-# ---------------------------------------------------------------- 7. data-parallel roofline
-def _batch_visible() -> list:
-    return [{"profile": "h100_sxm", "strategy": "dp", "in_network": True, "bw_gbs": None},
-            {"profile": "h100_sxm", "strategy": "dp", "in_network": True, "bw_gbs": 400.0},
-            {"profile": "h100_sxm", "strategy": "fsdp", "in_network": True, "bw_gbs": 400.0},
-            {"profile": "b200", "strategy": "dp", "in_network": True, "bw_gbs": None},
-            {"profile": "a100_sxm_80gb", "strategy": "dp", "in_network": False, "bw_gbs": None}]
+# ---------------------------------------------------------------- 7. how far a data-parallel model scales
+def _system(name: str, node_id: str, mfu: float, in_network: bool) -> dict:
+    """A cluster of ``node_id`` nodes (data/nodes.yaml) with its GPU's dense bf16 peak and NVLink from its profile."""
+    node = next(n for n in tables.nodes() if n["id"] == node_id)
+    prof = profiles.get(node["profile"])
+    return {"name": name, "bf16_tflops": prof.peak("bf16"), "mfu": mfu, "gpus_per_node": node["gpus"],
+            "nvlink_gbs": prof.get("interconnect.nvlink_links") * prof.get("interconnect.nvlink_gbs_per_link_per_dir"),
+            "nic_gbs": node["nics"] * node["nic_gbit_s"] / 8 / node["gpus"], "in_network": in_network}
 
 
-def _batch_answer(learner, case) -> Any:
-    if case["bw_gbs"] is None:
-        return learner(case["profile"], case["strategy"], case["in_network"])
-    return learner(case["profile"], case["strategy"], case["in_network"], case["bw_gbs"])
+def _plan_visible() -> list:
+    a100 = _system("DGX A100", "dgx_a100", 0.45, False)
+    h100 = _system("DGX H100", "dgx_h100", 0.4, False)
+    h100_sharp = _system("DGX H100 + NVLS/SHARP", "dgx_h100", 0.4, True)
+    b200 = _system("DGX B200", "dgx_b200", 0.4, False)
+    nvl72 = _system("GB200 NVL72", "gb200_nvl72", 0.4, True)
+    return [
+        {"job": {"params": 7e9, "tokens": 2 ** 22, "target_s": 1.5, "max_gpus": 4096}, "systems": [a100, h100, b200, nvl72]},
+        {"job": {"params": 7e9, "tokens": 2 ** 18, "target_s": 0.1, "max_gpus": 4096}, "systems": [h100, h100_sharp]},
+        {"job": {"params": 70e9, "tokens": 2 ** 19, "target_s": 1.0, "max_gpus": 4096}, "systems": [h100, b200, nvl72]},
+        {"job": {"params": 1.3e9, "tokens": 2 ** 20, "target_s": 0.12, "max_gpus": 1024}, "systems": [a100, h100]},
+        {"job": {"params": 70e9, "tokens": 2 ** 18, "target_s": 0.4, "max_gpus": 4096}, "systems": [b200]},
+    ]
 
 
-def _batch_score(case, answer, want) -> Part:
-    bw = "NVLink" if case["bw_gbs"] is None else f"{case['bw_gbs']:g} GB/s"
-    what = f"{case['profile']}, {case['strategy']}, in_network={case['in_network']}, {bw}"
-    ok = isinstance(answer, int) and not isinstance(answer, bool) and answer == want
-    hint = None
-    if not ok and _num(answer) is not None:
-        if isinstance(answer, float) and abs(answer - want) < 1:
-            hint = _say("hint_ceil")
-        else:
-            hint = _ratio_hint(round(float(answer)), want, {2.0: "hint_factor_two", 0.5: "hint_factor_two"})
-    return Part(ok, _with(_say("batch_case", case=what, expected=want, found=_fmt(answer)), hint))
+def _plan_answer(learner, case) -> Any:
+    result = learner(dict(case["job"]), [dict(system) for system in case["systems"]])
+    if result is None:
+        return None
+    if not isinstance(result, dict):
+        return {"not_a_dict": repr(result)[:80]}
+    gpus = result.get("gpus")
+    return {"system": str(result.get("system")), "gpus": gpus if isinstance(gpus, int) and not isinstance(gpus, bool) else
+            _num(gpus), "step_s": _num(result.get("step_s"))}
+
+
+def _plan_score(case, answer, want) -> list[Part]:
+    job = case["job"]
+    what = f"{job['params']:.3g} params, {job['tokens']} tokens/step, ≤ {job['target_s']:g} s, " + \
+        ", ".join(s["name"] for s in case["systems"])
+    right = want["answer"]
+    pick = lambda d: None if d is None else (d.get("system"), d.get("gpus"))  # noqa: E731
+    mistake = None if answer is None else _known(answer, want, lambda a, b: pick(a) == pick(b))  # None says too little
+    shown = lambda d: "None" if d is None else f"{d.get('system')} × {d.get('gpus')}"  # noqa: E731
+    if right is None or answer is None or "not_a_dict" in answer:
+        ok = answer == right
+        return [_part(ok, _say("plan_choice", case=what, expected=shown(right), found=shown(answer)), label="choice",
+                      mistake=mistake, weight=3)]
+    choice_ok = pick(answer) == pick(right)
+    return [_part(choice_ok, _say("plan_choice", case=what, expected=shown(right), found=shown(answer)), label="choice",
+                  mistake=mistake, weight=2),
+            _part(_ok(answer["step_s"], right["step_s"]),
+                  _say("plan_step", case=what, expected=f"{right['step_s']:.4g}", found=_fmt(answer["step_s"])),
+                  label="step", mistake=None if choice_ok else mistake)]
 
 
 TASKS = {
-    "links": Task(title=_say("title_links"), answer=_links_answer, score=_links_score, visible=_links_visible),
+    "links": Task(title=_say("title_links"), answer=_links_answer, score=_links_score, visible=_links_visible,
+                  kind="recall", level="warm-up", mistakes=("direction", "bits", "encoding", "encoding_table")),
     "superpod": Task(title=_say("title_superpod"), answer=_superpod_answer, score=_superpod_score,
-                     visible=_superpod_visible),
-    "cost": Task(title=_say("title_cost"), answer=_cost_answer, score=_cost_score, visible=_cost_visible),
-    "busbw": Task(title=_say("title_busbw"), answer=_busbw_answer, score=_busbw_score, visible=_busbw_visible),
+                     visible=_superpod_visible, kind="transfer", level="core",
+                     mistakes=("per_gpu_allreduce", "alltoall_like_allreduce", "alltoall_every_level", "bits",
+                               "tie_upper")),
+    "bucket": Task(title=_say("title_bucket"), answer=_bucket_answer, score=_bucket_score, visible=_bucket_visible,
+                   kind="transfer", level="core", mistakes=("alpha_once", "algbw_fraction", "units", "round_down")),
+    "read_nccl": Task(title=_say("title_read_nccl"), answer=_read_nccl_answer, score=_read_nccl_score,
+                      visible=_read_nccl_visible, kind="transfer", level="core",
+                      mistakes=("avg_line", "algbw_column", "allreduce_factor", "time_with_algbw", "time_without_factor")),
     "ring": Task(title=_say("title_ring"), answer=_ring_answer, score=_ring_score, visible=_ring_visible,
-                 hint=error_hint),
+                 hint=error_hint, kind="recall", level="core",
+                 mistakes=("collective", "reduce_scatter_only", "averaged", "not_in_place", "deadlock")),
     "measure": Task(title=_say("title_measure"), answer=_measure_answer, score=_measure_score,
-                    visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=2,
-                    hint=error_hint),
-    "batch": Task(title=_say("title_batch"), answer=_batch_answer, score=_batch_score, visible=_batch_visible),
+                    visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=3,
+                    hint=error_hint, kind="transfer", level="core",
+                    mistakes=("algbw", "elements", "no_warmup", "rank_counts")),
+    "plan": Task(title=_say("title_plan"), answer=_plan_answer, score=_plan_score, visible=_plan_visible,
+                 kind="transfer", level="stretch",
+                 mistakes=("compute_only", "no_overlap", "nvlink_beyond_node", "one_nic", "ring_everywhere",
+                           "partial_nodes")),
 }

@@ -1,11 +1,9 @@
-"""Module 05 tasks: references get full marks, stubs fail, typical mistakes get partial credit and hints."""
-import random
-
+"""Module 05 tasks: references get full marks, stubs fail, known mistakes are named, partial credit shows what is right."""
 import pytest
 
 from autograder import i18n, ranks
 from autograder.checks import CheckFailed, check, task
-from autograder.checks.core import score_records
+from autograder.checks.core import canonical, score_records
 from autograder.checks.expected import want
 from autograder.modules.m05_networking import tasks as m05_tasks
 from autograder.modules.m05_networking.tasks import _measure_answer, _measure_score, _ring_answer, _ring_score
@@ -20,20 +18,12 @@ def english(monkeypatch):
     i18n.set_language("both")
 
 
-def links(link, count, bidirectional=False):
-    return m05.link_gbs(link, count, bidirectional)
-
-
-def min_batch(profile_id, strategy, in_network, bw_gbs=None):
-    return m05.min_batch_for_profile(profile_id, strategy, in_network, bw_gbs)
-
-
 def stub(*args, **kwargs):
     raise NotImplementedError()
 
 
-PURE = [("m05.links", links), ("m05.superpod", m05.superpod), ("m05.cost", m05.comm_time),
-        ("m05.busbw", m05.bus_bandwidth), ("m05.batch", min_batch)]
+PURE = [("m05.links", m05.link_gbs), ("m05.superpod", m05.superpod), ("m05.bucket", m05.bucket),
+        ("m05.read_nccl", m05.read_nccl), ("m05.plan", m05.plan)]
 
 
 @pytest.mark.parametrize("task_id,fn", PURE)
@@ -48,34 +38,29 @@ def test_stub_fails(task_id):
         check(task_id, stub, points=2)
 
 
-def parts_of(task_id, fn, hidden=False, seed=3):
+def test_the_exercise_climbs_and_is_mostly_transfer():
+    names = ["links", "superpod", "bucket", "read_nccl", "ring", "measure", "plan"]
+    tasks = [task(f"m05.{name}") for name in names]
+    assert tasks[0].level == "warm-up" and tasks[-1].level == "stretch"
+    assert sum(t.kind == "transfer" for t in tasks) * 2 >= len(tasks)
+
+
+def parts_of(task_id, fn, cases=None):
     t = task(task_id)
-    cases = t.visible() + (m05.HIDDEN[task_id.split(".")[1]](random.Random(seed)) if hidden else [])
     parts = []
-    for case in cases:
-        scored = t.score(case, t.answer(fn, case), want(task_id, case))
+    for case in canonical(t.visible() if cases is None else cases):
+        scored = t.score(case, canonical(t.answer(fn, case)), want(task_id, case))
         parts.extend(scored if isinstance(scored, list) else [scored])
     return parts
 
 
-def text(parts):
-    return " ".join(p.message.en for p in parts if not p.ok)
-
-
-def test_links_direction_and_bits_hints():
-    both_ways = parts_of("m05.links", lambda link, count, bidirectional=False: links(link, count, not bidirectional))
-    assert not any(p.ok for p in both_ways) and "per direction versus bidirectional" in text(both_ways)
-    bits = parts_of("m05.links", lambda link, count, b=False: links(link, count, b) * 8 if link["kind"] != "pcie"
-                    else links(link, count, b))
-    assert 0 < sum(p.ok for p in bits) < len(bits) and "Gb/s (bits)" in text(bits)
-    raw = parts_of("m05.links", lambda link, count, b=False: link["gt_s"] / 8 * count * (2 if b else 1)
-                   if link["kind"] == "pcie" else links(link, count, b))
-    assert "line encoding" in text(raw)
+def named(parts) -> set:
+    return {p.mistake for p in parts if not p.ok and p.mistake}
 
 
 def test_hard_coded_answers_fail_hidden_cases():
     t = task("m05.links")
-    table = {str(case): links(case["link"], case["count"], case["bidirectional"]) for case in t.visible()}
+    table = {str(case): m05.link_gbs(case["link"], case["count"], case["bidirectional"]) for case in t.visible()}
 
     def memorised(link, count, bidirectional=False):
         return table[str({"link": link, "count": count, "bidirectional": bidirectional})]
@@ -85,15 +70,22 @@ def test_hard_coded_answers_fail_hidden_cases():
     assert result is not None and result < 2  # partial at most: hidden cases raise KeyError
 
 
-def test_superpod_wrong_level_rule_gets_partial():
-    def no_min(levels):  # forgets that a level cannot be faster than the one below
-        out = m05.superpod(levels)
-        out["per_gpu_gbs"] = [lv["links"] * (lv["link_rate"] / 8 if lv["unit"] == "Gb/s" else lv["link_rate"]) / lv["gpus"]
-                              for lv in levels]
-        return out
+def test_links_visible_case_has_an_encoding_the_lesson_never_showed():
+    encodings = {case["link"].get("encoding") for case in task("m05.links").visible()}
+    assert encodings - {"8b/10b", "128b/130b", "1b/1b", None}
+    parts = parts_of("m05.links", m05._links_table)
+    assert named(parts) == {"encoding_table"} and "128b/132b" in " ".join(p.message.en for p in parts)
 
-    parts = parts_of("m05.superpod", no_min, hidden=True)
-    assert any(p.ok for p in parts) and not all(p.ok for p in parts)
+
+def test_superpod_partial_credit_lists_the_right_collective(capsys):
+    def allreduce_only(levels):
+        out = m05.superpod(levels)
+        return {**out, "alltoall_gbs": out["allreduce_gbs"], "alltoall_level": out["allreduce_level"]}
+
+    earned = check("m05.superpod", allreduce_only, points=3)
+    shown = capsys.readouterr().out
+    assert 0 < earned < 3 and "✅ all-reduce" in shown and "❌" in shown
+    assert named(parts_of("m05.superpod", allreduce_only)) >= {"alltoall_like_allreduce"}
 
 
 def test_superpod_not_a_dict():
@@ -101,29 +93,36 @@ def test_superpod_not_a_dict():
         check("m05.superpod", lambda levels: [450, 50, 50], points=3)
 
 
-def test_cost_allreduce_once_gets_hint():
-    def once(op, nbytes, n, alpha_s, bw_gbs):
-        return m05.comm_time("all_gather" if op == "all_reduce" else op, nbytes, n, alpha_s, bw_gbs)
-
-    parts = parts_of("m05.cost", once)
-    assert not all(p.ok for p in parts) and "reduce-scatter plus an all-gather" in text(parts)
-
-
-def test_busbw_algbw_hint():
-    parts = parts_of("m05.busbw", lambda op, nbytes, seconds, n: nbytes / seconds / 1e9)
-    assert "algorithm bandwidth" in text(parts)
-    assert any(p.ok for p in parts)  # broadcast and send_recv have factor 1
+def test_bucket_accepts_either_size_at_an_exact_boundary():
+    case = task("m05.bucket").visible()[0]
+    assert want("m05.bucket", case)["answer"]["min_bytes_ok"] == [72_000_000, 72_000_001]
+    for size in (72_000_000, 72_000_001):
+        answer = {"fraction": m05.bucket(*case.values())["fraction"], "min_bytes": size}
+        assert all(p.ok for p in task("m05.bucket").score(case, answer, want("m05.bucket", case)))
 
 
-def test_batch_hints():
-    parts = parts_of("m05.batch", lambda *a: float(min_batch(*a)) - 0.5)
-    assert not any(p.ok for p in parts) and "rounded up" in text(parts)
-    fsdp_like_dp = parts_of("m05.batch", lambda pid, strategy, in_network, bw=None: min_batch(pid, "dp", in_network, bw))
-    assert "in-network reduction halves only" in text(fsdp_like_dp)
+def test_bucket_names_rounding_and_latency_mistakes():
+    assert named(parts_of("m05.bucket", m05._bucket_floor)) == {"round_down"}
+    assert "alpha_once" in named(parts_of("m05.bucket", m05._bucket_alpha_once))
+
+
+def test_read_nccl_partial_credit_and_named_mistakes(capsys):
+    earned = check("m05.read_nccl", m05._read_avg_line, points=3)
+    shown = capsys.readouterr().out
+    assert 0 < earned < 3 and "✅ ranks" in shown and "Avg bus bandwidth" in shown
+    assert named(parts_of("m05.read_nccl", m05._read_allreduce_factor)) == {"allreduce_factor"}
+    assert named(parts_of("m05.read_nccl", m05._read_time_algbw)) == {"time_with_algbw"}
+
+
+def test_plan_names_its_mistakes_and_expects_none_when_nothing_meets_the_target():
+    t = task("m05.plan")
+    assert any(want("m05.plan", case)["answer"] is None for case in canonical(t.visible()))
+    assert named(parts_of("m05.plan", lambda job, systems: None)) == set()  # wrong, but not a known mistake
+    assert "compute_only" in named(parts_of("m05.plan", m05.MISTAKES["plan"]["compute_only"]))
 
 
 # ---------------------------------------------------------------- measurement (fake dist, no ranks)
-FAKE = {"kind": "fake", "sizes": [1 << 20, 4 << 20], "world_size": 4, "alpha_s": 0.001, "bytes_per_s": 5e8}
+FAKE = canonical(task("m05.measure").visible())[0]
 
 
 def observed(rounds, references=None, walls=None):
@@ -144,33 +143,57 @@ def test_measure_reference_on_fake_dist():
     assert t.reference(FAKE, {"values": [1.0, 1.0]}) is None  # a fake all_reduce needs no reference
 
 
+def test_first_call_dist_charges_setup_once_per_size():
+    import time
+
+    import torch
+    fake = m05_tasks.FirstCallDist(2, 0.0, 1e12, setup_s=0.05)
+    x = torch.ones(4)
+    start = time.perf_counter()
+    fake.all_reduce(x)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    fake.all_reduce(x)
+    assert time.perf_counter() - start < first / 2 and first >= 0.05 and fake.sizes == [16, 16]
+
+
 def algbw_only(dist, sizes, world_size):
     return [v * world_size / (2 * (world_size - 1)) for v in m05.allreduce_busbw(dist, sizes, world_size)]
 
 
-def test_measure_algbw_is_caught():
-    parts = score_fake(algbw_only)
-    assert not any(p.ok for p in parts) and "algorithm bandwidth" in text(parts)
+def no_warmup(dist, sizes, world_size):
+    import time
 
-
-def test_measure_elements_for_bytes_is_caught():
     import torch
-
-    def elements(dist, sizes, world_size):
-        out = []
-        for nbytes in sizes:
-            x = torch.ones(nbytes)  # nbytes float32 elements: 4x too many bytes
+    out = []
+    for nbytes in sizes:
+        x = torch.ones(nbytes // 4)
+        start = time.perf_counter()
+        for _ in range(5):
             dist.all_reduce(x)
-            start = __import__("time").perf_counter()
-            for _ in range(3):
-                dist.all_reduce(x)
-            seconds = (__import__("time").perf_counter() - start) / 3
-            out.append(nbytes / seconds / 1e9 * 2 * (world_size - 1) / world_size)
-        return out
+        out.append(ranks.bus_bandwidth("all_reduce", nbytes, (time.perf_counter() - start) / 5, world_size))
+    return out
 
-    parts = score_fake(elements)
-    assert not any(p.ok for p in parts) and "elements versus bytes" in text(parts)
 
+def elements(dist, sizes, world_size):
+    import time
+
+    import torch
+    out = []
+    for nbytes in sizes:
+        x = torch.ones(nbytes)  # nbytes float32 elements: 4x too many bytes
+        dist.all_reduce(x)
+        start = time.perf_counter()
+        for _ in range(3):
+            dist.all_reduce(x)
+        out.append(ranks.bus_bandwidth("all_reduce", nbytes, (time.perf_counter() - start) / 3, world_size))
+    return out
+
+
+@pytest.mark.parametrize("fn,mistake", [(algbw_only, "algbw"), (no_warmup, "no_warmup"), (elements, "elements")])
+def test_measure_mistakes_are_named_on_the_fake(fn, mistake):
+    parts = score_fake(fn)
+    assert not any(p.ok for p in parts) and named(parts) == {mistake}
 
 
 # ---------------------------------------------------------------- measurement on gloo ranks (answers by hand)
@@ -209,10 +232,10 @@ def test_measure_on_ranks_must_be_measured_while_the_referee_watches():
     one_call = sum(s / (b * 1e9 * 4 / 6) for s, b in zip(RANKS["sizes"], [0.5, 1.0]))  # 9.4 ms
     assert all(p.ok for p in score_ranks(ranks_answer([0.5, 1.0], walls=[one_call * 1.01] * 2)))
     parts = score_ranks(ranks_answer([0.5, 1.0], walls=[1.0, 1e-4]))  # a constant, returned at once
-    assert not any(p.ok for p in parts) and "this was not measured" in text(parts)
+    assert not any(p.ok for p in parts) and "this was not measured" in " ".join(p.message.en for p in parts)
     for walls in ([1.0], []):
         parts = score_ranks(ranks_answer([0.5, 1.0], walls=walls))
-        assert not any(p.ok for p in parts) and "while the grader watched" in text(parts)
+        assert not any(p.ok for p in parts) and "while the grader watched" in " ".join(p.message.en for p in parts)
     parts = score_ranks({"rounds": [{"learner": [0.5, 1.0]}] * 2, "observed": None})
     assert not any(p.ok for p in parts)
 
@@ -229,7 +252,7 @@ def test_measure_on_ranks_without_gloo_figures():
 def test_measure_on_ranks_rejects_what_is_not_a_list_of_numbers(mine):
     answer = observed([{"learner": [0.5, 1.0]}, {"learner": mine}], [{"busbw": GLOO}] * 2)
     parts = score_ranks(answer)
-    assert not any(p.ok for p in parts) and "Return a list of 2 numbers" in text(parts)
+    assert not any(p.ok for p in parts) and "Return a list of 2 numbers" in " ".join(p.message.en for p in parts)
     assert not any(p.ok for p in score_ranks(observed([])))
     record = {"case": RANKS, "answer": observed([{"learner": [0.5, 1.0]}, {"learner": None}]), "error": None}
     assert not any(p.ok for p in score_records(task("m05.measure"), [record]))
@@ -297,10 +320,23 @@ def half_ring(tensor):  # only the reduce-scatter: each rank holds one finished 
     return tensor
 
 
-def test_ring_wrong_answers():
-    case = {"world_sizes": [2], "tensors": [{"shape": [5], "dtype": "float32", "seed": 1},
-                                            {"shape": [4], "dtype": "int64", "seed": 2}]}
-    parts = _ring_score(case, _ring_answer(cheating_ring, case), None)
-    assert not any(p.ok for p in parts) and "collective all_reduce" in text(parts)
-    parts = _ring_score(case, _ring_answer(half_ring, case), None)
-    assert not any(p.ok for p in parts) and "must equal dist.all_reduce" in text(parts)
+def mean_ring(tensor):  # the right sum, then divided by the rank count as DDP would
+    import torch.distributed as dist
+    from course_answers.m05_networking import ring_all_reduce
+    ring_all_reduce(tensor)
+    tensor.div_(dist.get_world_size())
+    return tensor
+
+
+def copy_ring(tensor):  # the right values in a new tensor; the one given is left as it was
+    from course_answers.m05_networking import ring_all_reduce
+    return ring_all_reduce(tensor.clone())
+
+
+@pytest.mark.parametrize("fn,mistake", [(cheating_ring, "collective"), (half_ring, "reduce_scatter_only"),
+                                        (mean_ring, "averaged"), (copy_ring, "not_in_place")])
+def test_ring_mistakes_are_named_from_what_the_ranks_recorded(fn, mistake):
+    case = {"world_sizes": [4], "tensors": [{"shape": [9], "dtype": "float32", "seed": 1},
+                                            {"shape": [8], "dtype": "float64", "seed": 2}]}
+    parts = _ring_score(case, _ring_answer(fn, case), None)
+    assert not any(p.ok for p in parts) and named(parts) == {mistake}
