@@ -250,8 +250,8 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     ratio, value, ref = found
     rule = rules()["side_by_side"][kind]
     lo, hi = rule["lo"], rule["hi"]
-    text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo=_num(lo * ref),
-                    hi=_num(hi * ref), reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
+    text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo_ratio=_num(lo), hi_ratio=_num(hi),
+               reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
     if not lo <= ratio <= hi:
         text = text + msg("measure.above" if (ratio > hi) == faster_above else "measure.below")
     return True, [Part(lo <= ratio <= hi, text, weight, measured=True)]

@@ -255,9 +255,10 @@ def _items(mark: str, messages: list[Message], limit: int = 8) -> list[str]:
 
 
 def _titled(key: str, title: Message, **values) -> str:
-    """Message ``key`` with the task title, one line per language shown."""
+    """Message ``key`` with the task title, one line per language shown, wrapped to :data:`WIDTH`."""
     lang = get_language()
-    return "\n".join(msg(key, title=getattr(title, code), **values).text(code)
+    return "\n".join(textwrap.fill(msg(key, title=getattr(title, code), **values).text(code), WIDTH,
+                                   subsequent_indent="   ", break_long_words=False, break_on_hyphens=False)
                      for code in ("ko", "en") if lang in (code, "both"))
 
 

@@ -141,7 +141,7 @@ def unmeasured(answer: Any, claimed_seconds) -> str | None:
 
 
 def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None:
-    """(median of per-round ratios ``mine(round)/theirs(reference)``, median learner value, median reference).
+    """(median per-round ratio ``mine(round)/theirs(reference)``, that round's value, its reference).
 
     The references sit between the rounds, so each round after the first is compared with
     the geometric mean of the reference just before it and the one just after it: a burst
@@ -159,7 +159,8 @@ def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None
         rows.append((a / b, a, b))
     if not rows:
         return None
-    return tuple(statistics.median(row[i] for row in rows) for i in range(3))
+    rows.sort()
+    return rows[(len(rows) - 1) // 2]  # the median round (the lower middle one of an even count): value / reference = ratio
 
 
 def _positive(pick, data) -> float | None:

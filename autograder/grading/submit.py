@@ -162,7 +162,7 @@ def run_checks(path: Path, cells: list[int], timeout_s: float) -> tuple[dict[int
     limit still reports the cells it got through.
     """
     cmd = [sys.executable, "-m", "autograder.grading.submit", str(path), ",".join(map(str, cells))]
-    env = dict(os.environ, MPLBACKEND="Agg")
+    env = dict(os.environ, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde")  # checks return their points as the grader reads them
     env.pop("COURSE_RECORD_ANSWERS", None)
     env.pop("COURSE_REFEREE", None)
     kwargs = {"start_new_session": True} if os.name == "posix" else {}
