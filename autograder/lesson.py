@@ -132,6 +132,9 @@ def _explain_unanswered() -> None:
     shell.set_custom_exc((NotImplementedError, NameError), explain)
 
 
+LABEL = {"description_width": "initial"}  # a control's style: its label takes the room it needs (never cut off)
+
+
 def t(ko: str, en: str) -> str:
     """Text for the current language (``"ko / en"`` when both are shown)."""
     lang = get_language()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...i18n import msg
+from ...lesson import LABEL
 
 
 def make_step(device="cpu", width: int = 256, depth: int = 3, batch: int = 128,
@@ -188,11 +189,11 @@ def memory_fit_explorer():
 
     from ... import profiles
 
-    size = widgets.FloatLogSlider(value=1e9, base=10, min=8, max=11, step=0.05, description=_t("파라미터", "params"),
+    size = widgets.FloatLogSlider(value=1e9, base=10, min=8, max=11, step=0.05, description=_t("파라미터", "params"), style=LABEL,
                                   readout_format=".2e")
-    activations = widgets.FloatSlider(value=4.0, min=0, max=80, step=1, description=_t("활성값 GB", "activ. GB"))
+    activations = widgets.FloatSlider(value=4.0, min=0, max=80, step=1, description=_t("활성값 GB", "activ. GB"), style=LABEL)
     recipe = widgets.Dropdown(options=[(name, key) for key, name in recipe_names().items()], value="adam_mixed",
-                              description=_t("방식", "recipe"))
+                              description=_t("방식", "recipe"), style=LABEL)
 
     def show(n_params, activation_gb, recipe):
         need = sum(training_gb(n_params, recipe, activation_gb))

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ...i18n import Message, msg
 from .data import table
+from ...lesson import LABEL
 
 TECHNIQUES = ("plain", "autocast", "checkpoint", "accumulation")
 MICRO_BATCHES = 4
@@ -567,12 +568,12 @@ def memory_calculator():
     from ...lesson import show_table, t
 
     params = widgets.FloatLogSlider(value=7e9, base=10, min=8, max=12, step=0.05, readout_format=".3g",
-                                    description=t("파라미터", "parameters"))
+                                    description=t("파라미터", "parameters"), style=LABEL)
     mode = widgets.Dropdown(options=[(label, key) for key, (label, _) in recipe_modes().items()], value="mixed_adam",
-                            description=t("방식", "recipe"))
-    stage = widgets.Dropdown(options=[0, 1, 2, 3], value=0, description="ZeRO stage")
-    gpus = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=1, description=t("GPU 수", "GPUs"))
-    act = widgets.FloatSlider(value=4.0, min=0, max=60, step=0.5, description=t("활성값 GiB", "activations GiB"))
+                            description=t("방식", "recipe"), style=LABEL)
+    stage = widgets.Dropdown(options=[0, 1, 2, 3], value=0, description="ZeRO stage", style=LABEL)
+    gpus = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=1, description=t("GPU 수", "GPUs"), style=LABEL)
+    act = widgets.FloatSlider(value=4.0, min=0, max=60, step=0.5, description=t("활성값 GiB", "activations GiB"), style=LABEL)
     out = widgets.Output()
 
     def render(*_):

@@ -17,6 +17,7 @@ from ... import profiles
 from ...lesson import show_table, t
 from ...ranks import BUSBW_FACTORS
 from .tables import DATA, NAMES, data, nccl_log, network_links, nodes, nvlink_links, pcie_links, sources, superpod
+from ...lesson import LABEL
 
 __all__ = ["data", "nccl_log", "network_links", "nodes", "nvlink_links", "pcie_links", "sources", "superpod",
            "show_machine", "show_pcie", "show_nvlink", "show_ports", "plot_link_bars", "show_nodes", "show_topology",
@@ -200,8 +201,8 @@ def ring_widget():
         ax.set_title(f"{phase} · {t('단계', 'step')} {state['step']} / {n - 1}")
         _finish(plt)
 
-    return widgets.interact(draw_ring, n=widgets.IntSlider(value=4, min=2, max=8, description="n"),
-                            step=widgets.IntSlider(value=3, min=0, max=14, description=t("단계", "step")))
+    return widgets.interact(draw_ring, n=widgets.IntSlider(value=4, min=2, max=8, description="n", style=LABEL),
+                            step=widgets.IntSlider(value=3, min=0, max=14, description=t("단계", "step"), style=LABEL))
 
 
 def plot_allreduce_times(ring_s: Callable, in_network_s: Callable, alpha: float = 5e-6) -> None:
@@ -232,9 +233,9 @@ def explore_costs(ring_s: Callable, in_network_s: Callable):
                     {"op": "ring all_reduce", ms: ring_s(size, n, alpha, beta) * 1e3},
                     {"op": "in-network all_reduce", ms: in_network_s(size, n, alpha, beta) * 1e3}])
 
-    return widgets.interact(explore, size_mb=widgets.FloatLogSlider(value=256, base=10, min=-3, max=5, description="MB"),
-                            n=widgets.IntSlider(value=8, min=2, max=256, description="n"), link=list(LINKS_GBS),
-                            alpha_us=widgets.FloatSlider(value=5.0, min=0.0, max=50.0, description="α µs"))
+    return widgets.interact(explore, size_mb=widgets.FloatLogSlider(value=256, base=10, min=-3, max=5, description="MB", style=LABEL),
+                            n=widgets.IntSlider(value=8, min=2, max=256, description="n", style=LABEL), link=list(LINKS_GBS),
+                            alpha_us=widgets.FloatSlider(value=5.0, min=0.0, max=50.0, description="α µs", style=LABEL))
 
 
 def show_busbw_factors(n: int = 8) -> None:

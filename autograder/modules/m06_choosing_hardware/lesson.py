@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from ...lesson import show_table, t
+from ...lesson import LABEL
 
 SAMPLE_LOG = Path(__file__).resolve().parent / "data" / "nvidia_smi_log.csv"
 
@@ -128,8 +129,8 @@ def device_explorer(gpus: list, metrics: dict | None = None) -> None:
     from IPython.display import display
     metrics = metrics or device_metrics()
     names = list(metrics)
-    x_pick = widgets.Dropdown(options=names, value=names[1], description="x")
-    y_pick = widgets.Dropdown(options=names, value=names[2], description="y")
+    x_pick = widgets.Dropdown(options=names, value=names[1], description="x", style=LABEL)
+    y_pick = widgets.Dropdown(options=names, value=names[2], description="y", style=LABEL)
     out = widgets.Output()
 
     def redraw(*_):
@@ -176,14 +177,14 @@ def cost_explorer(days, offers: list[dict]) -> None:
     """Sliders for parameters, tokens, GPUs and MFU and an offer picker; shows FLOPs, days, GPU-hours and cost."""
     import ipywidgets as widgets
     from IPython.display import display
-    p_slider = widgets.FloatLogSlider(value=8e9, base=10, min=8, max=12, description=t("파라미터", "params"),
+    p_slider = widgets.FloatLogSlider(value=8e9, base=10, min=8, max=12, description=t("파라미터", "params"), style=LABEL,
                                       readout_format=".2g")
-    d_slider = widgets.FloatLogSlider(value=1e11, base=10, min=9, max=13.5, description=t("토큰", "tokens"),
+    d_slider = widgets.FloatLogSlider(value=1e11, base=10, min=9, max=13.5, description=t("토큰", "tokens"), style=LABEL,
                                       readout_format=".2g")
-    g_slider = widgets.IntSlider(value=8, min=1, max=4096, description=t("GPU 수", "GPUs"))
-    m_slider = widgets.FloatSlider(value=0.4, min=0.05, max=0.7, step=0.05, description="MFU")
+    g_slider = widgets.IntSlider(value=8, min=1, max=4096, description=t("GPU 수", "GPUs"), style=LABEL)
+    m_slider = widgets.FloatSlider(value=0.4, min=0.05, max=0.7, step=0.05, description="MFU", style=LABEL)
     o_pick = widgets.Dropdown(options=[(f"{o['id']} (${o['price_per_gpu_hour']:.2f}/GPU-h)", o["id"]) for o in offers],
-                              description=t("오퍼", "offer"))
+                              description=t("오퍼", "offer"), style=LABEL)
     answer = widgets.HTML()
 
     def update(*_):
