@@ -151,16 +151,17 @@ def _text(output: dict) -> str:
     return "".join(data.get("text/plain", ""))
 
 
-def no_tofu(page, selector: str) -> bool:
-    """Hangul in ``selector`` renders as real glyphs: two different syllables drawn in its font differ (tofu boxes
-    would be identical)."""
-    return page.evaluate("""(sel) => {
+def no_tofu(page, selector: str, chars: str = "가힣한") -> bool:
+    """``chars`` render in ``selector``'s font as real glyphs: each differs from the others and from a character no
+    font has (tofu boxes would all be the same box)."""
+    return page.evaluate("""([sel, chars]) => {
         const el = document.querySelector(sel); if (!el) return false;
         const s = getComputedStyle(el); const font = `${s.fontSize} ${s.fontFamily}`;
         const draw = (ch) => { const c = document.createElement('canvas'); c.width = 48; c.height = 48;
             const x = c.getContext('2d'); x.font = font; x.fillStyle = '#000'; x.fillText(ch, 4, 36);
             return Array.from(x.getImageData(0, 0, 48, 48).data).join(','); };
-        return draw('가') !== draw('힣') && draw('한') !== draw('\\u{10FFFD}'); }""", selector)
+        const shapes = [...chars].map(draw);
+        return new Set(shapes).size === shapes.length && !shapes.includes(draw('\\u{10FFFD}')); }""", [selector, chars])
 
 
 @pytest.mark.parametrize("lang", ["ko", "en"])
@@ -273,6 +274,7 @@ def test_an_exercise_check_validate_assignments_and_formgrader(browser, labs, sh
     verdict = "\n".join(_text(o) for o in lab.cells()[check].get("outputs", []))
     lab.shot("check-after-answer")
     assert "✅" in verdict and "❌" not in verdict, verdict
+    assert no_tofu(lab.page, ".jp-OutputArea-output pre", "✅🟡❌"), "the verdict marks render as boxes (no emoji font)"
     lab.command("docmanager:save")
     lab.page.get_by_role("button", name="Validate").click()
     dialog = lab.page.locator(".jp-Dialog")
