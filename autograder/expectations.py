@@ -225,7 +225,8 @@ def _num(x: float) -> str:
 
 
 def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_seconds, unit: str,
-                 weight: float = 2.0, faster_above: bool = True) -> tuple[bool, list[Part]]:
+                 weight: float = 2.0, faster_above: bool = True,
+                 hint: Message | None = None) -> tuple[bool, list[Part]]:
     """Score a measurement task's rounds against the reference measured in turns with them.
 
     ``mine(round)`` and ``theirs(reference)`` pick the figures to compare; the median of
@@ -233,13 +234,14 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     Returns ``(measured, parts)``: ``measured`` is False when no round was observed or a
     round ended sooner than its result claims (``claimed_seconds``); ``parts`` then say
     only that, and the task is worth nothing. ``faster_above``: a ratio above the band
-    means too fast (throughputs) rather than too slow (times).
+    means too fast (throughputs) rather than too slow (times). ``hint``: what a ratio outside
+    the band says for this task (default: the common causes of too fast and too slow).
     """
     from .checks import referee
     why = referee.unmeasured(answer, claimed_seconds)
     if why:
         key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
-        return False, [Part(False, msg(key, what=what, why=why), weight)]
+        return False, [Part(False, msg(key, what=what, why=why.message()), weight)]
     error = referee.reference_error(answer)
     if error:
         return True, [Part(True, msg("measure.reference_failed", what=what, error=error), 0.0)]
@@ -253,5 +255,5 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo_ratio=_num(lo), hi_ratio=_num(hi),
                reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
     if not lo <= ratio <= hi:
-        text = text + msg("measure.above" if (ratio > hi) == faster_above else "measure.below")
+        text = text + (hint or msg("measure.above" if (ratio > hi) == faster_above else "measure.below"))
     return True, [Part(lo <= ratio <= hi, text, weight, measured=True)]

@@ -20,19 +20,23 @@ from autograder.modules.m02_gpu_architecture.tasks import dec, enc, f32, formats
 
 # ---------------------------------------------------------------- task 1: the peak from the parts
 def gpu_numbers(spec: dict) -> dict:
-    """Numbers that follow from a spec sheet: lanes, vector peak, FLOPs per Tensor Core per cycle, peak at a clock.
+    """Numbers that follow from a spec sheet: lanes, vector peak, FLOPs per Tensor Core per cycle, the clock the
+    sheet's Tensor Core peak assumes, and the peak at another clock.
 
     ``spec``: sms, tensor_cores_per_sm, fp32_lanes_per_sm, boost_clock_mhz, dense_tensor_tflops
     (dense 16-bit Tensor Core peak, fp32 accumulation) and clock_mhz (a clock the GPU runs at).
+    A Tensor Core does a power-of-two number of FLOPs per cycle; where the peak divided at the boost clock is not one,
+    the sheet computed its Tensor Core peak at a lower clock (H100 SXM: 1,024 FLOPs at 1.83 GHz, not 946 at 1.98).
     """
     hz = spec["boost_clock_mhz"] * 1e6
     cuda_cores = spec["sms"] * spec["fp32_lanes_per_sm"]
     tensor_cores = spec["sms"] * spec["tensor_cores_per_sm"]
-    per_tc = spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * hz)
+    per_tc = 2.0 ** round(math.log2(spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * hz)))
     return {
         "cuda_cores": cuda_cores,
         "vector_fp32_tflops": cuda_cores * 2 * hz / 1e12,                # an FMA counts as 2 FLOPs
         "flops_per_tc_per_cycle": per_tc,
+        "tensor_clock_mhz": spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * per_tc) / 1e6,
         "tensor_tflops_at_clock": tensor_cores * per_tc * spec["clock_mhz"] * 1e6 / 1e12,
     }
 
@@ -127,10 +131,28 @@ def nm_mask(w, n: int = 2, m: int = 4) -> torch.Tensor:
     w = torch.as_tensor(w)
     if w.ndim != 2 or w.shape[1] % m:
         raise ValueError(f"need a 2-D tensor whose rows have a multiple of {m} elements, got {tuple(w.shape)}")
-    groups = w.abs().reshape(w.shape[0], -1, m)
+    return _keep_largest(w.abs(), n, m)
+
+
+def _keep_largest(score: torch.Tensor, n: int, m: int) -> torch.Tensor:
+    """The n largest scores of every m consecutive elements of a row (a stable sort: ties keep the lower index)."""
+    groups = score.reshape(score.shape[0], -1, m)
     order = torch.sort(groups, dim=-1, descending=True, stable=True).indices
     keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, order[..., :n], True)
-    return keep.reshape(w.shape)
+    return keep.reshape(score.shape)
+
+
+def expected_mask(case: dict) -> dict | None:
+    """The mask, and what the known mistakes give on the same rows (the check names the one a wrong row matches)."""
+    if case.get("error"):
+        return None
+    w, n, m = torch.tensor(case["w"]), case["n"], case["m"]
+    rows = lambda mask: mask.to(torch.int64).tolist()  # noqa: E731
+    fixed = (n, m) != (2, 4) and w.shape[1] % 4 == 0
+    return {"mask": rows(nm_mask(w, n, m)),
+            "magnitude": rows(_keep_largest(w, n, m)),                       # by value, not |w|
+            "tie_rule": rows(nm_mask(w.flip(-1), n, m).flip(-1)),             # the higher index on ties
+            "group_size": rows(nm_mask(w, 2, 4)) if fixed else None}
 
 
 # ---------------------------------------------------------------- task 8: the narrowest format
@@ -166,12 +188,16 @@ def smallest_format(values, rel_tol: float, special: str = "ieee") -> dict:
 
 
 def expected_fit(case: dict) -> dict:
-    """The answer, and the status of every format of the family (the check names why a wrong one fails)."""
+    """The answer, the status of every format of the family and the answer under the other rule for special values
+    (the check names why a wrong one fails)."""
     answer = smallest_format(case["values"], case["rel_tol"], case["special"])
     status = {f"{e},{m}": fit_status(case["values"], case["rel_tol"], e, m, case["special"])
               for e in range(tasks.EXP_RANGE[0], tasks.EXP_RANGE[1] + 1)
               for m in range(tasks.MAN_RANGE[0], tasks.MAN_RANGE[1] + 1)}
-    return {**answer, "status": status}
+    other = "none" if case["special"] == "ieee" else "ieee"
+    flipped = smallest_format(case["values"], case["rel_tol"], other)
+    return {**answer, "status": status,
+            "other_special": {"special": other, "exp_bits": flipped["exp_bits"], "man_bits": flipped["man_bits"]}}
 
 
 # ---------------------------------------------------------------- expected answers of a case
@@ -217,7 +243,7 @@ EXPECT = {
     "decode": expected_decode,
     "limits": lambda c: expected_limits(c["format"]),
     "round": expected_round,
-    "nm_mask": lambda c: None if c.get("error") else nm_mask(torch.tensor(c["w"]), c["n"], c["m"]).to(torch.int64).tolist(),
+    "nm_mask": expected_mask,
     "smallest_format": expected_fit,
 }
 
@@ -230,28 +256,34 @@ def random_format(rng: random.Random) -> dict:
 
 
 def _spec_hidden(rng: random.Random) -> list:
-    others = [pid for pid in tasks.spec_profiles() if pid not in tasks.VISIBLE_GPUS]
-    cases = [tasks.spec_of(pid, rng.choice((0.6, 0.8, 0.9, 1.0))) for pid in rng.sample(others, min(4, len(others)))]
-    for i in range(3):  # GPUs that do not exist: nothing to look up
-        sms, tcs, clock = rng.randint(20, 200), rng.choice((4, 8)), rng.randint(900, 2600)
+    others = tasks.hidden_gpus()
+    cases = [tasks.spec_of(pid, rng.choice((0.6, 0.8, 0.9, 1.0))) for pid in rng.sample(others, min(3, len(others)))]
+    for i in range(4):  # GPUs that do not exist: nothing to look up; every other one's sheet assumes a lower clock
+        sms, tcs, boost = rng.randint(20, 200), rng.choice((4, 8)), rng.randint(900, 2600)
         per_tc = rng.choice((128, 256, 512, 1024, 2048))
+        sheet_clock = boost if i % 2 else round(boost * rng.uniform(0.8, 0.95))
         cases.append({"name": f"GPU-{i}", "sms": sms, "tensor_cores_per_sm": tcs,
-                      "fp32_lanes_per_sm": rng.choice((64, 128)), "boost_clock_mhz": clock,
-                      "dense_tensor_tflops": round(sms * tcs * per_tc * clock * 1e6 / 1e12, 3),
-                      "clock_mhz": rng.randint(600, clock)})
+                      "fp32_lanes_per_sm": rng.choice((64, 128)), "boost_clock_mhz": boost,
+                      "dense_tensor_tflops": round(sms * tcs * per_tc * sheet_clock * 1e6 / 1e12, 3),
+                      "clock_mhz": rng.randint(600, boost)})
     return cases
 
 
 def _quote(rng: random.Random, product: str, dense: float, segment: str) -> dict:
-    """A figure as a sheet might print it: some of the traps, in TFLOPS or PFLOPS."""
-    sparse, fp16_acc = rng.random() < 0.5, rng.random() < 0.5
-    gpus = rng.choice((1, 1, 4, 8, 72))
+    """A figure as a sheet might print it: some of the traps, in TFLOPS or PFLOPS.
+
+    Only fp16 has an fp16-accumulation mode; a row that does not name its accumulation (None) is a bf16 row or a
+    datacenter row (GeForce fp16 rows name theirs, as the whitepapers do)."""
+    fmt = rng.choice(("bf16", "fp16"))
+    fp16_acc = fmt == "fp16" and rng.random() < 0.6
+    unnamed = (None, "fp32") if fmt == "bf16" or segment == "datacenter" else ("fp32",)
+    sparse, gpus = rng.random() < 0.5, rng.choice((1, 1, 4, 8, 72))
     printed = dense * (2 if sparse else 1) * (2 if fp16_acc and segment == "consumer" else 1) * gpus
     quoted = rng.choice((None, rng.randint(1200, 2600)))
     unit = "PFLOPS" if printed >= 20_000 else "TFLOPS"
     return {"product": product, "printed": round(printed / (1000 if unit == "PFLOPS" else 1), 3), "unit": unit,
-            "format": rng.choice(("bf16", "fp16")), "sparsity_footnote": sparse,
-            "accumulate": "fp16" if fp16_acc else rng.choice((None, "fp32")), "segment": segment, "gpus": gpus,
+            "format": fmt, "sparsity_footnote": sparse,
+            "accumulate": "fp16" if fp16_acc else rng.choice(unnamed), "segment": segment, "gpus": gpus,
             "quoted_clock_mhz": quoted, "clock_mhz": round(quoted * rng.uniform(0.55, 0.95)) if quoted else None}
 
 
@@ -322,6 +354,8 @@ def _mask_hidden(rng: random.Random) -> list:
                                               ((3, 4, 3), (5, 3, 2), (4, 2, 3), (2, 5, 1000), (8, 8, 1000))):
         cases.append({"n": n, "m": m, "w": [[rng.randint(-levels, levels) / 2 for _ in range(m * groups)]
                                             for _ in range(rows)]})
+    levels = rng.randint(2, 4)      # long groups with many ties: a sort that is not stable shuffles them
+    cases.append({"n": 8, "m": 32, "w": [[rng.randint(-levels, levels) / 2 for _ in range(64)] for _ in range(2)]})
     cases.append({"n": 1, "m": 2, "w": [[rng.gauss(0, 1) for _ in range(5)] for _ in range(2)], "error": True})
     cases.append({"n": 4, "m": 8, "w": [[rng.gauss(0, 1) for _ in range(12)]], "error": True})
     return cases
@@ -379,6 +413,13 @@ def _sheet_ignoring(trap: str, halve_datacenter: bool = False):
     return wrong
 
 
+def _sheet_unnamed_as_fp16(quote):
+    """Every GeForce figure that does not name fp32 accumulation read as fp16-accumulate (halved)."""
+    if quote["segment"] == "consumer" and quote["accumulate"] is None:
+        return dense_peak({**quote, "accumulate": "fp16"})
+    return dense_peak(quote)
+
+
 def _decode_without(rule: str):
     def wrong(bits, fmt):
         e_bits, m_bits, bias, special = _fields(fmt)
@@ -424,8 +465,10 @@ def _rounding(rounder=torch.round, saturate=True, subnormals=True, signed=True):
     return wrong
 
 
-def _recorded(tflops_of, seconds=0.0215, n=1024, walls=(1.0, 1.0, 1.0), reference=0.1) -> Recorded:
-    rounds = [{"n": float(n), "seconds": seconds, "tflops": tflops_of(n, seconds)}] * 3
+def _recorded(tflops_of=lambda n, s: 2 * n**3 / s / 1e12, seconds=0.2, n=2048, walls=(1.0, 1.0, 1.0),
+              reference=0.09, called=()) -> Recorded:
+    """Three rounds as a check records them (on a CPU that does about 0.09 TFLOP/s)."""
+    rounds = [{"n": float(n), "seconds": seconds, "tflops": tflops_of(n, seconds), "reference_called": list(called)}] * 3
     return Recorded({"rounds": rounds, "observed": {"walls": list(walls),
                                                     "reference": [{"tflops": reference, "n": n}] * 3}})
 
@@ -448,6 +491,13 @@ def _mask_wrong(rule: str):
             return keep.reshape(w.shape)
         if rule == "tie_rule":   # keeps the higher index on ties
             return nm_mask(w.flip(-1), n, m).flip(-1)
+        if rule == "unstable_sort":   # argsort without stable=True: equal values in any order
+            if w.ndim != 2 or w.shape[1] % m:
+                raise ValueError("bad shape")
+            groups = w.abs().reshape(w.shape[0], -1, m)
+            keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(
+                -1, torch.argsort(groups, dim=-1, descending=True)[..., :n], True)
+            return keep.reshape(w.shape)
         return nm_mask(w, n, m)
     return wrong
 
@@ -455,6 +505,8 @@ def _mask_wrong(rule: str):
 def _fit_wrong(rule: str):
     """A search that leaves out one of the rules (the reasons it gives are those of the reference)."""
     def wrong(values, rel_tol, special):
+        if rule == "special_ignored":                                       # every format read as special="none"
+            return smallest_format(values, rel_tol, "none")
         right = smallest_format(values, rel_tol, special)
         reasons = {k: right[k] for k in ("without_exp_bit", "without_man_bit")}
         return {**reasons, **pick(values, rel_tol, special)}
@@ -489,7 +541,12 @@ def _fit_wrong(rule: str):
 MISTAKES = {
     "gpu_numbers": {
         "no_fma": _spec_with(vector_fp32_tflops=lambda s, o: o["vector_fp32_tflops"] / 2),
-        "boost_clock": _spec_with(tensor_tflops_at_clock=lambda s, o: s["dense_tensor_tflops"]),
+        "printed_peak": _spec_with(tensor_tflops_at_clock=lambda s, o: s["dense_tensor_tflops"]),
+        "tensor_clock": _spec_with(   # all at the boost clock: 946 FLOPs per cycle on an H100 SXM, not 1,024
+            flops_per_tc_per_cycle=lambda s, o: s["dense_tensor_tflops"] * 1e12 / (
+                s["sms"] * s["tensor_cores_per_sm"] * s["boost_clock_mhz"] * 1e6),
+            tensor_clock_mhz=lambda s, o: s["boost_clock_mhz"],
+            tensor_tflops_at_clock=lambda s, o: s["dense_tensor_tflops"] * s["clock_mhz"] / s["boost_clock_mhz"]),
         "tensor_core_count": _spec_with(flops_per_tc_per_cycle=lambda s, o: o["flops_per_tc_per_cycle"] * s["sms"]),
         "units": _spec_with(vector_fp32_tflops=lambda s, o: o["vector_fp32_tflops"] * 1e6),
     },
@@ -497,6 +554,7 @@ MISTAKES = {
         "sparse_as_dense": _sheet_ignoring("sparse"),
         "fp16_accumulate": _sheet_ignoring("fp16_accumulate"),
         "halved_datacenter": _sheet_ignoring("", halve_datacenter=True),
+        "none_as_fp16": _sheet_unnamed_as_fp16,
         "per_system": _sheet_ignoring("per_system"),
         "clock": _sheet_ignoring("clock"),
         "pflops": _sheet_ignoring("pflops"),
@@ -513,16 +571,21 @@ MISTAKES = {
         "not_nearest": _rounding(rounder=torch.floor),
         "ties_away": _rounding(rounder=lambda v: torch.floor(v + 0.5)),
         "no_saturation": _rounding(saturate=False),
-        "subnormals": _rounding(subnormals=False),
+        "subnormal_spacing": _rounding(subnormals=False),
         "signed_zero": _rounding(signed=False),
     },
     "measure": {
         "flops_n3": _recorded(lambda n, s: n**3 / s / 1e12),
-        "ms_not_s": _recorded(lambda n, s: 2 * n**3 / (s / 1000) / 1e12, seconds=21.5),
-        "not_measured": _recorded(lambda n, s: 2 * n**3 / s / 1e12, seconds=2.0, n=4096),
-        "too_fast": _recorded(lambda n, s: 2 * n**3 / s / 1e12, seconds=0.0215 / 50),
+        "ms_not_s": _recorded(lambda n, s: 2 * n**3 / (s / 1000) / 1e12, seconds=200.0),
+        "not_measured": _recorded(seconds=2.0, n=4096),
+        "too_fast": _recorded(seconds=0.2 / 50),
+        "not_first_size": _recorded(seconds=0.0004, n=256, walls=(0.5, 0.5, 0.5)),   # a fixed n = 256
+        "past_first_size": _recorded(seconds=1.8, n=4096, walls=(8.0, 8.0, 8.0)),     # n = 2048 already took 0.2 s
+        "reference_called": _recorded(called=("autograder.reference.matmul_tflops",)),
     },
-    "nm_mask": {rule: _mask_wrong(rule) for rule in ("magnitude", "tie_rule", "group_size", "shape_error")},
+    "nm_mask": {rule: _mask_wrong(rule) for rule in ("magnitude", "tie_rule", "unstable_sort", "group_size",
+                                                     "shape_error")},
     "smallest_format": {rule: _fit_wrong(rule)
-                        for rule in ("range", "precision", "subnormal_precision", "not_narrowest", "fit_split")},
+                        for rule in ("range", "precision", "subnormal_precision", "special_ignored", "not_narrowest",
+                                     "fit_split")},
 }

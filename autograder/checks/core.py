@@ -224,9 +224,10 @@ def report(title: Message, parts: list[Part], points: float) -> float | None:
         raise CheckFailed(f"{_titled('check.failed', title)}\n{detail}")
     earned = round(points * share, 2)
     right = list(dict.fromkeys(p.label for p in parts if p.ok and p.label is not None and not p.measured))
+    items = {_item(p) for p in parts if p.weight}  # a labelled part counts as itself, others by their message
+    missed = {_item(p) for p in parts if p.weight and not p.ok}
     text = "\n".join([_titled("check.partial", title, earned=earned, points=points,
-                               failed=len(failed), items=len(dict.fromkeys(p.message for p in parts))),
-                      detail] + _items("✅", shown + right))
+                               failed=len(missed), items=len(items)), detail] + _items("✅", shown + right))
     if validating():
         raise CheckFailed(text)
     print(text)
@@ -240,6 +241,10 @@ class Earned(float):
 
     def _ipython_display_(self) -> None:
         pass
+
+
+def _item(part: Part) -> tuple:
+    return (part.label or part.message, part.message if part.label else None)
 
 
 def _items(mark: str, messages: list[Message], limit: int = 8) -> list[str]:

@@ -24,6 +24,8 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
+from ..i18n import Message, msg
+
 SOCKET_ENV = "COURSE_REFEREE"
 REPLY_TIMEOUT_S = 900.0  # a reference measurement on a busy machine may take a while
 
@@ -118,7 +120,26 @@ def observed(answer: Any) -> dict:
     return seen if isinstance(seen, dict) else {"walls": [], "reference": []}
 
 
-def unmeasured(answer: Any, claimed_seconds) -> str | None:
+class Unmeasured(str):
+    """Why rounds were not measured: "no rounds", "not observed" or "<claimed> s claimed, <spent> s spent";
+    :meth:`message` says it in both languages."""
+
+    claimed: float | None = None
+    spent: float | None = None
+
+    def message(self) -> Message:
+        if self.claimed is None:
+            return msg("measure.why_" + self.replace(" ", "_"))
+        return msg("measure.why_claimed", claimed=f"{self.claimed:.4g}", spent=f"{self.spent:.4g}")
+
+
+def _claimed(claimed: float, spent: float) -> Unmeasured:
+    why = Unmeasured(f"{claimed:.4g} s claimed, {spent:.4g} s spent")
+    why.claimed, why.spent = claimed, spent
+    return why
+
+
+def unmeasured(answer: Any, claimed_seconds) -> Unmeasured | None:
     """Why the rounds were not measured while the referee watched, or None.
 
     ``claimed_seconds(round_answer)``: the least time the round's result says was spent
@@ -127,16 +148,16 @@ def unmeasured(answer: Any, claimed_seconds) -> str | None:
     learner, seen = rounds(answer), observed(answer)
     walls = seen.get("walls") or []
     if not learner:
-        return "no rounds"
+        return Unmeasured("no rounds")
     if len(walls) < len(learner):
-        return "not observed"
+        return Unmeasured("not observed")
     for mine, wall in zip(learner, walls):
         try:
             claimed = float(claimed_seconds(mine))
         except (TypeError, ValueError, KeyError, ZeroDivisionError, AttributeError):
             continue  # an answer of the wrong shape is the task's own part to judge
         if claimed > 1.05 * float(wall) + 0.002:
-            return f"{claimed:.4g} s claimed, {float(wall):.4g} s spent"
+            return _claimed(claimed, float(wall))
     return None
 
 

@@ -166,6 +166,11 @@ def _one(name: str) -> int:
     return entry["bias"] << entry["man_bits"]
 
 
+# ---------------------------------------------------------------- peaks from the parts
+# The GPUs lesson section 3 works through (exercise task 1 draws its cases from the others).
+PEAK_GPUS = ("v100_sxm2_32gb", "t4", "rtx_3090", "h100_sxm", "rtx_4090", "l4", "rtx_5090")
+
+
 # ---------------------------------------------------------------- generations
 _GENERATIONS = Path(__file__).parent / "data" / "generations.yaml"
 

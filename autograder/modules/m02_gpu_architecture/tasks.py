@@ -3,11 +3,16 @@ format for a set of values, measured matmul throughput, N:M sparsity masks.
 
 Where torch has a format's dtype, the references (``course_answers.m02_gpu_architecture``) take torch's own reading
 as the expected answer; otherwise the course's reference implementation. Visible cases that test one rule carry
-its name (``rule``/``group``/``kind``), so a failing part can name the mistake that breaks it.
+its name (``rule``/``group``/``kind``), so a failing part can name the mistake that breaks it. An answer of the
+wrong shape is recorded as data (``{"not_a_dict": ...}``) and the score says so in both languages.
 """
 from __future__ import annotations
 
 import math
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import replace
 
 from ...checks import referee
 from ...checks.core import Part, Task, close
@@ -47,8 +52,11 @@ def _same(a, b) -> bool:
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
-def _show(values: list, limit: int = 4) -> str:
-    return "; ".join(values[:limit]) + (" …" if len(values) > limit else "")
+def _examples(rows: list, limit: int = 4) -> Message:
+    """``(input, expected, found)`` rows as the message shows them, saying which value is which."""
+    more = " …" if len(rows) > limit else ""
+    return Message("; ".join(f"{x} → 기대값 {e!r}, 실제값 {a!r}" for x, e, a in rows[:limit]) + more,
+                   "; ".join(f"{x} → expected {e!r}, found {a!r}" for x, e, a in rows[:limit]) + more)
 
 
 def _len(value) -> str:
@@ -70,10 +78,34 @@ def _near(ratio: float | None, *factors: float, rel: float = 1e-3) -> bool:
     return ratio is not None and any(math.isclose(ratio, f, rel_tol=rel) for f in factors)
 
 
+def _number(value):
+    """A real number as JSON data (NaN/inf as strings); anything else as its repr, for the message to show."""
+    if isinstance(value, bool) or value is None:
+        return value
+    try:
+        return enc(float(value))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def _dict_answer(result, keys) -> dict:
+    """The learner's dict as plain data; anything else as ``{"not_a_dict": type name}`` (the score says so)."""
     if not isinstance(result, dict):
-        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
-    return {k: (enc(float(result[k])) if result.get(k) is not None else None) for k in keys}
+        return {"not_a_dict": type(result).__name__}
+    return {k: _number(result.get(k)) for k in keys}
+
+
+def _not_a_dict(answer, keys, label: Message | None = None) -> Part | None:
+    """A failing part for an answer that was not a dict, else None."""
+    if isinstance(answer, dict) and "not_a_dict" in answer:
+        return Part(False, msg("m02.need_dict", keys=", ".join(f"`{k}`" for k in keys), found=answer["not_a_dict"]),
+                    label=label)
+    return None
+
+
+def _g(value) -> str:
+    """A number as a message shows it: 6 significant figures (anything else as it came)."""
+    return f"{value:.6g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
 def width(fmt: dict) -> int:
@@ -90,8 +122,10 @@ def torch_dtype(fmt: dict):
 
 
 # ---------------------------------------------------------------- 1. peak from parts
-SPEC_KEYS = ("cuda_cores", "vector_fp32_tflops", "flops_per_tc_per_cycle", "tensor_tflops_at_clock")
-VISIBLE_GPUS = ("h100_sxm", "a100_sxm_80gb")
+SPEC_KEYS = ("cuda_cores", "vector_fp32_tflops", "flops_per_tc_per_cycle", "tensor_clock_mhz", "tensor_tflops_at_clock")
+SPEC_TOL = dict.fromkeys(("flops_per_tc_per_cycle", "tensor_clock_mhz", "tensor_tflops_at_clock"), 1e-3)  # a sheet
+# rounds its peak (A100: 312 gives 512.2 FLOPs at 1,410 MHz): within 0.1% is the same answer
+VISIBLE_GPUS = ("h100_pcie", "a100_sxm_80gb")
 UNIT_SLIPS = (1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 1e12, 1e-12)
 
 
@@ -105,25 +139,48 @@ def spec_of(profile_id: str, clock_share: float) -> dict:
 
 
 def spec_profiles() -> list[str]:
-    """Profiles with every figure task 1 needs (the hidden cases draw from those not shown)."""
+    """Profiles with every figure task 1 needs."""
     from ... import profiles
     need = ("sms", "tensor_cores_per_sm", "fp32_lanes_per_sm", "boost_clock_mhz")
     return [p.id for p in profiles.all_of("gpu")
             if all(p.get(k) for k in need) and (p.peak("bf16") or p.peak("fp16"))]
 
 
+def hidden_gpus() -> list[str]:
+    """The profiles hidden cases draw from: neither a visible case nor a GPU the lesson works through."""
+    from .lesson import PEAK_GPUS
+    return [pid for pid in spec_profiles() if pid not in VISIBLE_GPUS and pid not in PEAK_GPUS]
+
+
 def _spec_visible() -> list:
-    return [spec_of("h100_sxm", 0.75), spec_of("a100_sxm_80gb", 0.9)]
+    return [spec_of("h100_pcie", 0.8), spec_of("a100_sxm_80gb", 0.9)]
+
+
+def _at_boost(case: dict) -> dict:
+    """Task 1's figures worked out with the boost clock where the sheet's Tensor Core peak assumed another one."""
+    tensor_cores = case["sms"] * case["tensor_cores_per_sm"]
+    return {"flops_per_tc_per_cycle": case["dense_tensor_tflops"] * 1e12 / (tensor_cores * case["boost_clock_mhz"] * 1e6),
+            "tensor_clock_mhz": case["boost_clock_mhz"],
+            "tensor_tflops_at_clock": case["dense_tensor_tflops"] * case["clock_mhz"] / case["boost_clock_mhz"]}
+
+
+def _off_by(ratio: float | None, *factors: float, within: float = 1.5) -> bool:
+    """``ratio`` within a factor ``within`` of one of ``factors`` (a power of two rounded on the way)."""
+    return ratio is not None and ratio > 0 and any(abs(math.log(ratio / f)) < math.log(within) for f in factors)
 
 
 def _spec_mistake(case: dict, key: str, found, want) -> str | None:
     ratio = _ratio(found, want)
+    if ratio is None:
+        return None
     if key == "vector_fp32_tflops" and _near(ratio, 0.5):
         return "no_fma"
-    if key == "tensor_tflops_at_clock" and case["clock_mhz"] != case["boost_clock_mhz"] \
-            and close(found, case["dense_tensor_tflops"], rel=1e-3):
-        return "boost_clock"
-    if key == "flops_per_tc_per_cycle" and _near(ratio, case["sms"], 1 / case["sms"]):
+    if key == "tensor_tflops_at_clock" and close(found, case["dense_tensor_tflops"], rel=1e-3):
+        return "printed_peak"
+    at_boost = _at_boost(case).get(key)
+    if at_boost is not None and close(found, at_boost, rel=1e-3):
+        return "tensor_clock"
+    if key in ("flops_per_tc_per_cycle", "tensor_tflops_at_clock") and _off_by(ratio, case["sms"], 1 / case["sms"]):
         return "tensor_core_count"
     if _near(ratio, *UNIT_SLIPS):
         return "units"
@@ -131,13 +188,23 @@ def _spec_mistake(case: dict, key: str, found, want) -> str | None:
 
 
 def _spec_score(case: dict, answer: dict, expected: dict) -> list[Part]:
-    parts = []
+    wrong_type = _not_a_dict(answer, SPEC_KEYS, _label(case["name"]))
+    if wrong_type:
+        return [wrong_type]
+    parts, explained = [], set()
     for key in SPEC_KEYS:
         found, want = answer.get(key), expected[key]
-        ok = close(found, want, rel=REL_TOL)
+        ok = close(found, want, rel=SPEC_TOL.get(key, REL_TOL))
         mistake = None if ok else _spec_mistake(case, key, found, want)
-        values = dict(gpu=case["name"], field=key, expected=f"{want:.6g}", found=found)
-        text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.spec_wrong", **values)
+        values = dict(gpu=case["name"], field=key, expected=_g(want), found=_g(found), sms=case["sms"],
+                      boost=case["boost_clock_mhz"], clock=case["clock_mhz"],
+                      tensor_clock=_g(expected["tensor_clock_mhz"]), per_tc=_g(expected["flops_per_tc_per_cycle"]),
+                      at_boost=_g(_at_boost(case)["flops_per_tc_per_cycle"]))
+        if mistake in explained:     # the same mistake again in this GPU: said once, above
+            text, mistake = msg("m02.spec_same_mistake", **values), None
+        else:
+            text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.spec_wrong", **values)
+            explained.add(mistake)
         parts.append(Part(ok, text, weight=2.0 if key == "tensor_tflops_at_clock" else 1.0, mistake=mistake,
                           label=_label(f"{case['name']} → {key}")))
     return parts
@@ -147,6 +214,7 @@ def _spec_score(case: dict, answer: dict, expected: dict) -> list[Part]:
 TRAPS = ("clock", "fp16_accumulate", "per_system", "sparse")
 _MISSED = {"sparse": "sparse_as_dense", "fp16_accumulate": "fp16_accumulate", "per_system": "per_system",
            "clock": "clock"}
+SHEET_KEYS = ("dense_tflops", "traps")
 
 
 def spec_sheets() -> dict:
@@ -161,59 +229,79 @@ def _sheet_visible() -> list:
 
 def _sheet_answer(fn, case):
     result = fn(dict(case))
-    keys = ("dense_tflops", "traps")
     if not isinstance(result, dict):
-        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+        return {"not_a_dict": type(result).__name__}
     traps = result.get("traps")
     traps = sorted(str(t) for t in traps) if isinstance(traps, (list, tuple, set, frozenset)) else repr(traps)
-    value = result.get("dense_tflops")
-    return {"dense_tflops": enc(float(value)) if value is not None else None, "traps": traps}
+    return {"dense_tflops": _number(result.get("dense_tflops")), "traps": traps}
 
 
 def _sheet_value_mistake(case: dict, ratio: float | None, traps) -> str | None:
+    """The trap a wrong ``dense_tflops`` fell into (the trap list only breaks a tie of two 2x traps)."""
     said = set(traps) if isinstance(traps, list) else set()
     clocks = (case["quoted_clock_mhz"], case["clock_mhz"])
-    fp16_acc = case["accumulate"] == "fp16"
+    consumer, fp16_acc = case["segment"] == "consumer", case["accumulate"] == "fp16"
     if _near(ratio, 1e3, 1e-3):
         return "pflops"
     if case["gpus"] > 1 and _near(ratio, case["gpus"]):
         return "per_system"
     if None not in clocks and clocks[0] != clocks[1] and _near(ratio, clocks[0] / clocks[1], clocks[1] / clocks[0]):
         return "clock"
-    if fp16_acc and case["segment"] == "datacenter" and _near(ratio, 0.5):
-        return "halved_datacenter"
+    if _near(ratio, 0.5):
+        if not consumer and case["accumulate"] != "fp32":
+            return "halved_datacenter"
+        if consumer and not fp16_acc:
+            return "none_as_fp16"
     if _near(ratio, 2, 4):
-        if case["sparsity_footnote"] and "sparse" not in said:
-            return "sparse_as_dense"
-        if fp16_acc and case["segment"] == "consumer":
+        sparse, geforce = case["sparsity_footnote"], consumer and fp16_acc
+        if sparse and geforce and "sparse" in said and "fp16_accumulate" not in said:
             return "fp16_accumulate"
-        if case["sparsity_footnote"]:
-            return "sparse_as_dense"
+        return "sparse_as_dense" if sparse else "fp16_accumulate" if geforce else None
     return None
 
 
+def _trap_mistake(case: dict, missed: list, extra: list) -> tuple[str | None, Message | None]:
+    """The mistake behind a wrong trap list and the detail that says where, or (None, None)."""
+    if missed:
+        return _MISSED[missed[0]], msg("m02.sheet_trap_missing", trap=missed[0])
+    if "fp16_accumulate" in extra:
+        if case["segment"] == "datacenter":
+            return "halved_datacenter", msg("m02.sheet_trap_extra", trap="fp16_accumulate")
+        if case["accumulate"] != "fp16":
+            return "none_as_fp16", msg("m02.sheet_trap_extra", trap="fp16_accumulate")
+    return None, None
+
+
 def _sheet_score(case: dict, answer: dict, expected: dict) -> list[Part]:
+    product = case["product"]
+    value_label = _label(f"{product} → dense_tflops")
+    trap_label = Message(f"{product} → 함정(traps)", f"{product} → traps")
+    wrong_type = _not_a_dict(answer, SHEET_KEYS, value_label)
+    if wrong_type:
+        return [wrong_type]
     found, traps = answer.get("dense_tflops"), answer.get("traps")
     want, want_traps = expected["dense_tflops"], expected["traps"]
+    facts = dict(product=product, gpus=case["gpus"], quoted=case["quoted_clock_mhz"], clock=case["clock_mhz"],
+                 accumulate="None" if case["accumulate"] is None else f'"{case["accumulate"]}"')
     ok = close(found, want, rel=1e-4)
     mistake = None if ok else _sheet_value_mistake(case, _ratio(found, want), traps)
-    values = dict(product=case["product"], expected=f"{want:.6g}", found=found, traps=", ".join(want_traps) or "-")
-    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.sheet_wrong", **values)
-    parts = [Part(ok, text, 2.0, mistake=mistake, label=Message(f"{case['product']} → TFLOP/s",
-                                                                 f"{case['product']} → TFLOP/s"))]
+    value = msg("m02.sheet_value", expected=_g(want), found=_g(found))
+    text = msg(f"m02.mistake.{mistake}", **facts, detail=value) if mistake else \
+        msg("m02.sheet_wrong", product=product, detail=value)
+    parts = [Part(ok, text, 2.0, mistake=mistake, label=value_label)]
+
     traps_ok = traps == want_traps
-    trap_mistake = None
+    shown = ", ".join(f'"{t}"' for t in traps) if isinstance(traps, list) else traps
+    trap_mistake, detail = None, None
     if not traps_ok and isinstance(traps, list):
-        missed = [t for t in want_traps if t not in traps]
-        extra = [t for t in traps if t not in want_traps]
-        trap_mistake = (_MISSED[missed[0]] if missed else
-                        "halved_datacenter" if "fp16_accumulate" in extra and case["segment"] == "datacenter"
-                        else None)
-    found_traps = ", ".join(traps) if isinstance(traps, list) else traps
-    text = (msg(f"m02.mistake.{trap_mistake}", **values) if trap_mistake else
-            msg("m02.traps_wrong", product=case["product"], expected=values["traps"], found=found_traps or "-"))
-    parts.append(Part(traps_ok, text, 1.0, mistake=trap_mistake,
-                      label=Message(f"{case['product']} → 함정", f"{case['product']} → traps")))
+        trap_mistake, detail = _trap_mistake(case, [t for t in want_traps if t not in traps],
+                                             [t for t in traps if t not in want_traps])
+    if trap_mistake:
+        text = msg(f"m02.mistake.{trap_mistake}", **facts, detail=detail + msg("m02.sheet_traps_found", found=shown))
+    else:
+        text = msg("m02.traps_wrong", product=product, expected=", ".join(f'"{t}"' for t in want_traps),
+                   found=shown)
+    parts.append(Part(traps_ok, text, 1.0, mistake=trap_mistake, label=trap_label))
     return parts
 
 
@@ -236,7 +324,7 @@ def _decode_visible() -> list:
 
 
 def _decode_answer(fn, case):
-    return [enc(float(fn(bits, _fmt(case)))) for bits in case["bits"]]
+    return [_number(fn(bits, _fmt(case))) for bits in case["bits"]]
 
 
 def _decode_score(case: dict, answer: list, expected: list) -> Part:
@@ -246,12 +334,12 @@ def _decode_score(case: dict, answer: list, expected: list) -> Part:
     if not isinstance(answer, list) or len(answer) != len(expected):
         return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
     answer = [dec(a) for a in answer]
-    wrong = [f"{b:#0{2 + (width(fmt) + 3) // 4}x} → {e!r} ({a!r})"
+    wrong = [(f"{b:#0{2 + (width(fmt) + 3) // 4}x}", e, a)
              for b, e, a in zip(case["bits"], expected, answer) if not _same(a, e)]
     mistake = None
     if wrong and rule:
         mistake = DECODE_MISTAKES.get(rule) or ("ieee_specials" if fmt["special"] == "ieee" else "special_rule")
-    values = dict(fmt=fmt["name"], n=len(wrong), total=len(expected), examples=_show(wrong))
+    values = dict(fmt=fmt["name"], n=len(wrong), total=len(expected), examples=_examples(wrong))
     text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.decode_wrong", **values)
     return Part(not wrong, text, mistake=mistake, label=label)
 
@@ -272,6 +360,9 @@ def _limits_answer(fn, case):
 
 def _limits_score(case: dict, answer: dict, expected: dict) -> list[Part]:
     name, parts = case["format"]["name"], []
+    wrong_type = _not_a_dict(answer, LIMIT_KEYS, _label(name))
+    if wrong_type:
+        return [wrong_type]
     for key in LIMIT_KEYS:
         found, want = answer.get(key), expected[key]
         ok = close(found, want, rel=REL_TOL)
@@ -286,7 +377,7 @@ def _limits_score(case: dict, answer: dict, expected: dict) -> list[Part]:
 
 # ---------------------------------------------------------------- 5. round
 ROUND_MISTAKES = {"ordinary": "not_nearest", "ties": "ties_away", "saturation": "no_saturation",
-                  "subnormal": "subnormals", "signs": "signed_zero"}
+                  "subnormal": "subnormal_spacing", "signs": "signed_zero"}
 ROUND_GROUPS = {   # format -> group -> float32 inputs (exact halfway points in "ties")
     "bf16": {"ordinary": [1.0, 0.3, -2.75, 3.14159265, 1e-3, 500.0, 1e30],
              "ties": [1.00390625, 1.01171875, -3.0078125],
@@ -327,7 +418,7 @@ def _round_answer(fn, case):
     x = torch.tensor([dec(v) for v in case["values"]], dtype=torch.float32)
     out = torch.as_tensor(fn(x.clone(), _fmt(case)))
     if out.shape != x.shape:
-        raise ValueError(msg("m02.wrong_shape", expected=tuple(x.shape), found=tuple(out.shape)).text())
+        return {"shape": list(out.shape)}
     return [enc(v) for v in out.to(torch.float64).flatten().tolist()]
 
 
@@ -335,17 +426,24 @@ def _round_score(case: dict, answer: list, expected: list) -> Part:
     expected = [dec(e) for e in expected]
     name, group = case["format"]["name"], case.get("group")
     label = _label(f"{name} · {group}") if group else None
+    if isinstance(answer, dict) and "shape" in answer:
+        return Part(False, msg("m02.wrong_shape", expected=(len(expected),), found=tuple(answer["shape"])), label=label)
     if not isinstance(answer, list) or len(answer) != len(expected):
         return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
     answer = [dec(a) for a in answer]
-    wrong = [f"{x!r} → {e!r} ({a!r})" for x, e, a in zip(case["values"], expected, answer) if not _same(a, e)]
+    wrong = [(repr(dec(x)), e, a) for x, e, a in zip(case["values"], expected, answer) if not _same(a, e)]
     mistake = ROUND_MISTAKES.get(group) if wrong else None
-    values = dict(fmt=name, n=len(wrong), total=len(expected), examples=_show(wrong))
+    values = dict(fmt=name, n=len(wrong), total=len(expected), examples=_examples(wrong))
     text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.round_wrong", **values)
     return Part(not wrong, text, mistake=mistake, label=label)
 
 
 # ---------------------------------------------------------------- 6. measured throughput
+MEASURE_KEYS = ("n", "seconds", "tflops")
+BUDGET_S, FIRST_N, LAST_N = 0.05, 256, 8192    # the task's rule: the first n = 256, 512, ... taking >= 0.05 s
+PAST_FIRST = 32   # n/2 takes about seconds/8 (n³): 32x the budget means n/2 had reached it 4 times over
+
+
 def device_string(kind: str) -> str:
     return f"{kind}:0" if kind in ("cuda", "xpu") else kind
 
@@ -355,9 +453,44 @@ def _measure_visible() -> list:
     return [{"dtype": "float32", "device": device_string(best_device())}]
 
 
+def _course_measurements() -> dict:
+    """The code objects of the course's own measurements a learner could call instead of measuring -> their names."""
+    from ... import reference, results
+    from . import lesson
+    found = {}
+    for module, names in ((reference, ("matmul_tflops", "bandwidth_gbs", "measured_profile", "current_profile")),
+                          (results, ("load",)),
+                          (lesson, ("measured_matmuls", "odd_size_matmuls", "tf32_speeds", "sparse_24_speedup"))):
+        for name in names:
+            found[getattr(module, name).__code__] = f"{module.__name__}.{name}"
+    return found
+
+
+@contextmanager
+def _watching_course_measurements():
+    """Record every call into the course's measurements (however the learner's code reached them) while it runs."""
+    watched, called = _course_measurements(), set()
+    before, before_threads = sys.getprofile(), threading.getprofile()
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code in watched:
+            called.add(watched[frame.f_code])
+        if before is not None:
+            before(frame, event, arg)
+    sys.setprofile(profile)
+    threading.setprofile(profile)     # threads the learner's code starts
+    try:
+        yield called
+    finally:
+        sys.setprofile(before)
+        threading.setprofile(before_threads)
+
+
 def _measure_answer(fn, case):
-    result = _dict_answer(fn(case["dtype"], case["device"]), ("n", "seconds", "tflops"))
-    return {**result, "device": case["device"], "dtype": case["dtype"]}
+    with _watching_course_measurements() as called:
+        result = fn(case["dtype"], case["device"])
+    return {**_dict_answer(result, MEASURE_KEYS), "device": case["device"], "dtype": case["dtype"],
+            "reference_called": sorted(called)}
 
 
 MEASURE_SIZES = (16, 16384)  # the reference times the learner's n, kept within these bounds
@@ -375,44 +508,78 @@ def _claimed_seconds(r) -> float:
     return r["seconds"]
 
 
+def _implied(r: dict) -> float:
+    return 2 * r["n"]**3 / r["seconds"] / 1e12
+
+
+def _consistency(rounds: list) -> Part:
+    """tflops = 2·n³/seconds in every round."""
+    label = msg("m02.label_consistent")
+    for r in rounds:
+        implied = _implied(r)
+        if not math.isclose(r["tflops"], implied, rel_tol=0.02):
+            mistake = "flops_n3" if _near(r["tflops"] / implied, 0.5, rel=0.02) else None
+            values = dict(n=int(r["n"]), seconds=_g(r["seconds"]), implied=_g(implied), found=_g(r["tflops"]))
+            return Part(False, msg(f"m02.mistake.{mistake}" if mistake else "m02.measure_inconsistent", **values),
+                        mistake=mistake, label=label)
+    return Part(True, msg("m02.measure_consistent"), label=label)
+
+
+def _first_size(rounds: list) -> Part:
+    """n is the first of 256, 512, ..., 8192 whose multiplication takes at least 0.05 s."""
+    label = msg("m02.label_first_size")
+    sizes = [FIRST_N * 2**k for k in range(int(math.log2(LAST_N // FIRST_N)) + 1)]
+    for r in rounds:
+        values = dict(n=int(r["n"]), seconds=_g(r["seconds"]), half=_g(r["seconds"] / 8), budget=BUDGET_S)
+        if r["n"] not in sizes or (r["seconds"] < BUDGET_S and r["n"] < LAST_N):
+            return Part(False, msg("m02.mistake.not_first_size", **values), mistake="not_first_size", label=label)
+        if r["n"] > FIRST_N and r["seconds"] >= PAST_FIRST * BUDGET_S:
+            return Part(False, msg("m02.mistake.past_first_size", **values), mistake="past_first_size", label=label)
+    return Part(True, msg("m02.measure_first_size"), label=label)
+
+
+def _unmeasured(answer: dict) -> Part:
+    """The one failing part of rounds that claim more time than they took: milliseconds, or no measurement."""
+    rounds = referee.rounds(answer)
+    worst = max(zip(rounds, referee.observed(answer).get("walls") or []),
+                key=lambda pair: pair[0]["seconds"] / max(float(pair[1]), 1e-9))
+    ms = any(_near(r["tflops"] / _implied(r), 1e3, rel=0.02) for r in rounds)  # tflops from seconds, seconds in ms
+    mistake = "ms_not_s" if ms else "not_measured"
+    return Part(False, msg(f"m02.mistake.{mistake}", claimed=_g(worst[0]["seconds"]), spent=_g(float(worst[1]))),
+                mistake=mistake)
+
+
 def _measure_score(case: dict, answer: dict, want) -> list[Part]:
     from ...expectations import rules, side_by_side
     rounds = referee.rounds(answer)
     for r in rounds or [{}]:
         n, seconds, tflops = r.get("n"), r.get("seconds"), r.get("tflops")
         if not all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in (n, seconds, tflops)):
-            return [Part(False, msg("m02.measure_invalid", found=f"n={n}, seconds={seconds}, tflops={tflops}"))]
-    parts = []
-    for r in rounds:
-        implied = 2 * r["n"]**3 / r["seconds"] / 1e12
-        if not math.isclose(r["tflops"], implied, rel_tol=0.02):
-            ratio = r["tflops"] / implied
-            mistake = "flops_n3" if _near(ratio, 0.5, rel=0.02) else "ms_not_s" if _near(ratio, 1e3, rel=0.02) else None
-            values = dict(n=int(r["n"]), seconds=f"{r['seconds']:.4g}", implied=f"{implied:.4g}", found=f"{r['tflops']:.4g}")
-            key = f"m02.mistake.{mistake}" if mistake else "m02.measure_inconsistent"
-            parts.append(Part(False, msg(key, **values), mistake=mistake, label=msg("m02.label_consistent")))
-            break
-    else:
-        parts.append(Part(True, msg("m02.measure_inconsistent", n="", seconds="", implied="", found=""),
-                          label=msg("m02.label_consistent")))
+            wrong_type = _not_a_dict(r, MEASURE_KEYS)
+            return [wrong_type or Part(False, msg("m02.measure_invalid", found=f"n={n}, seconds={seconds}, tflops={tflops}"))]
+    called = sorted({name for r in rounds for name in r.get("reference_called") or []})
+    if called:
+        return [Part(False, msg("m02.mistake.reference_called", names=", ".join(f"`{c}`" for c in called)),
+                     mistake="reference_called")]
+    consistent = _consistency(rounds)
     what = Message(f"{case['dtype']} 행렬 곱 ({case['device']})", f"{case['dtype']} matmul ({case['device']})")
+    found = referee.median_ratio(answer, lambda r: r["tflops"], lambda ref: ref["tflops"])
+    too_fast = bool(found) and found[0] > rules()["side_by_side"]["matmul"]["hi"]
     measured, compared = side_by_side("matmul", answer, what, lambda r: r["tflops"], lambda ref: ref["tflops"],
-                                      _claimed_seconds, "TFLOP/s")
+                                      _claimed_seconds, "TFLOP/s", hint=msg("m02.mistake.too_fast") if too_fast else None)
     if not measured:
         if referee.unmeasured(answer, _claimed_seconds) in ("no rounds", "not observed"):
             return compared
-        mistake = "ms_not_s" if any(p.mistake == "ms_not_s" for p in parts) else "not_measured"
-        return [Part(False, msg(f"m02.mistake.{mistake}") + compared[0].message, compared[0].weight, mistake=mistake)]
-    found = referee.median_ratio(answer, lambda r: r["tflops"], lambda ref: ref["tflops"])
-    if found and found[0] > rules()["side_by_side"]["matmul"]["hi"]:
-        compared = [Part(False, msg("m02.mistake.too_fast") + p.message, p.weight, measured=True, mistake="too_fast")
-                    if not p.ok else p for p in compared]
+        return [_unmeasured(answer)]
+    if too_fast:
+        compared = [replace(p, mistake="too_fast") if not p.ok else p for p in compared]
+    parts = [consistent, _first_size(rounds)]
     peak = _spec_peak(case)
     if peak:
         top = max(r["tflops"] for r in rounds)
         above = top > 1.05 * peak
-        parts.append(Part(not above, msg("m02.measure_above_peak", found=f"{top:.4g}", peak=f"{peak:.4g}"),
-                          mistake="too_fast" if above else None))
+        parts.append(Part(not above, msg("m02.measure_above_peak", found=_g(top), peak=_g(peak)),
+                          mistake="too_fast" if above else None, label=msg("m02.label_below_peak")))
     return parts + compared
 
 
@@ -424,15 +591,13 @@ def _spec_peak(case: dict) -> float | None:
 
 
 # ---------------------------------------------------------------- 7. N:M mask
-MASK_MISTAKES = {"magnitude": "magnitude", "ties": "tie_rule", "1:2": "group_size", "4:8": "group_size",
-                 "shape": "shape_error"}
-
-
 def _mask_visible() -> list:
     return [{"kind": "magnitude", "n": 2, "m": 4, "w": [[0.1, -0.9, 0.5, 0.2, 3.0, 1.0, -2.0, 0.0]]},
-            {"kind": "ties", "n": 2, "m": 4, "w": [[1.0, 1.0, 1.0, 1.0], [0.0, -2.0, 2.0, 1.0], [3.0, -1.0, 1.0, 1.0]]},
-            {"kind": "1:2", "n": 1, "m": 2, "w": [[0.5, -0.7, 2.0, 1.0, -3.0, 3.0]]},
-            {"kind": "4:8", "n": 4, "m": 8, "w": [[0.9, -0.1, 0.4, 0.3, -0.8, 0.2, 0.7, -0.6]]},
+            {"kind": "ties", "n": 2, "m": 4, "w": [[1.0, 1.0, 1.0, 1.0], [2.0, 0.5, 2.0, 2.0], [3.0, 1.0, 1.0, 1.0]]},
+            {"kind": "long ties", "n": 4, "m": 32,
+             "w": [[0.5, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0] * 2 + [1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0, 0.5] * 2]},
+            {"kind": "pattern", "n": 1, "m": 2, "w": [[0.5, -0.7, 2.0, 1.0, -3.0, 3.0]]},
+            {"kind": "pattern", "n": 4, "m": 8, "w": [[0.9, -0.1, 0.4, 0.3, -0.8, 0.2, 0.7, -0.6]]},
             {"kind": "shape", "n": 2, "m": 4, "w": [[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]], "error": True}]
 
 
@@ -450,21 +615,62 @@ def _mask_answer(fn, case):
     return torch.as_tensor(fn(w, case["n"], case["m"])).to(torch.int64).tolist()
 
 
+def _bits(mask, m: int) -> str:
+    """A mask row as its groups of 0s and 1s ("0110 1010"), short enough to read in a verdict."""
+    if not isinstance(mask, list):
+        return repr(mask)
+    return " ".join("".join(str(int(v)) for v in mask[i:i + m]) for i in range(0, len(mask), m))
+
+
+def _mask_groups(row: list, m: int) -> list[list]:
+    return [row[i:i + m] for i in range(0, len(row), m)]
+
+
+def _right_magnitudes(w: list, found: list, want: list, m: int) -> bool:
+    """Every group keeps as many elements, of the same magnitudes, as the expected mask (only ties differ)."""
+    def kept(mask):
+        return [sorted(abs(x) for x, k in zip(g, keep) if k) for g, keep in zip(_mask_groups(w, m), _mask_groups(mask, m))]
+    return isinstance(found, list) and len(found) == len(w) and kept(found) == kept(want)
+
+
+def _swapped(w: list, found: list, want: list) -> tuple:
+    """The first element the mask should keep but dropped, and the first it kept instead ('?' where none)."""
+    dropped = next((x for x, f, k in zip(w, found, want) if k and not f), "?")
+    kept = next((x for x, f, k in zip(w, found, want) if f and not k), "?")
+    return dropped, kept
+
+
+def _mask_mistake(case: dict, row: int, found: list, want: dict) -> tuple[str | None, dict]:
+    """Which rule the wrong row broke: the alternatives in ``want`` say what each mistake gives."""
+    w, m = case["w"][row], case["m"]
+    for name in ("magnitude", "group_size", "tie_rule"):
+        other = (want.get(name) or [None] * (row + 1))[row]
+        if other is not None and other != want["mask"][row] and found == other:
+            break
+    else:
+        name = ("unstable_sort" if case.get("kind") == "long ties" else "tie_rule") \
+            if _right_magnitudes(w, found, want["mask"][row], m) else None
+    dropped, kept = _swapped(w, found, want["mask"][row]) if isinstance(found, list) else ("?", "?")
+    return name, {"dropped": dropped, "kept": kept}
+
+
 def _mask_score(case: dict, answer, expected) -> Part:
     kind = case.get("kind")
     label = _label(f"{case['n']}:{case['m']} · {kind}") if kind else None
-    mistake = MASK_MISTAKES.get(kind)
     if case.get("error"):
         ok = answer == "ValueError"
-        return Part(ok, msg("m02.mask_error", m=case["m"], found=answer) if ok or not mistake
-                    else msg(f"m02.mistake.{mistake}", m=case["m"], found=answer),
-                    mistake=None if ok else mistake, label=label)
-    if answer == expected:
+        return Part(ok, msg("m02.mask_error", m=case["m"], found=answer) if ok
+                    else msg("m02.mistake.shape_error", m=case["m"], found=answer),
+                    mistake=None if ok else "shape_error", label=label)
+    want = expected["mask"]
+    if answer == want:
         return Part(True, msg("m02.mask_ok"), label=label)
-    if not isinstance(answer, list) or len(answer) != len(expected):
-        return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
-    row = next(i for i, (a, e) in enumerate(zip(answer, expected)) if a != e)
-    values = dict(n=case["n"], m=case["m"], row=row, w=case["w"][row], expected=expected[row], found=answer[row])
+    if not isinstance(answer, list) or len(answer) != len(want):
+        return Part(False, msg("m02.wrong_length", expected=len(want), found=_len(answer)), label=label)
+    row = next(i for i, (a, e) in enumerate(zip(answer, want)) if a != e)
+    mistake, example = _mask_mistake(case, row, answer[row], expected)
+    values = dict(n=case["n"], m=case["m"], row=row, w=case["w"][row], expected=_bits(want[row], case["m"]),
+                  found=_bits(answer[row], case["m"]), **example)
     text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.mask_wrong", **values)
     return Part(False, text, mistake=mistake, label=label)
 
@@ -479,7 +685,7 @@ def _fit_visible() -> list:
     from random import Random
     acts, wide, grads = Random(3), Random(2), Random(2)
     return [{"values": [round(acts.gauss(0, 1.5), 6) for _ in range(64)], "rel_tol": 0.05, "special": "ieee"},
-            {"values": [round(wide.choice((1, -1)) * 10 ** wide.uniform(-3, 4), 9) for _ in range(64)],
+            {"values": [round(wide.choice((1, -1)) * 10 ** wide.uniform(-3, 5), 9) for _ in range(64)],
              "rel_tol": 0.01, "special": "ieee"},
             {"values": [float(f"{grads.choice((1, -1)) * 10 ** grads.uniform(-5, -1):.3e}") for _ in range(64)],
              "rel_tol": 0.1, "special": "ieee"},
@@ -488,25 +694,28 @@ def _fit_visible() -> list:
 
 REASONS = ("range", "subnormal", "precision")
 WHY_KEYS = ("without_exp_bit", "without_man_bit")
+FIT_KEYS = ("exp_bits", "man_bits") + WHY_KEYS
 
 
 def _fit_answer(fn, case):
     result = fn(list(case["values"]), case["rel_tol"], case["special"])
-    keys = ("exp_bits", "man_bits") + WHY_KEYS
     if not isinstance(result, dict):
-        raise TypeError(msg("m02.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+        return {"not_a_dict": type(result).__name__}
     out = {k: int(result[k]) if isinstance(result.get(k), (int, float)) and float(result[k]).is_integer()
-           else repr(result.get(k)) for k in keys[:2]}
+           else repr(result.get(k)) for k in FIT_KEYS[:2]}
     why = {k: result[k] if k in result and result[k] in REASONS + (None,) else f"{result.get(k, 'missing')!r}"
            for k in WHY_KEYS}
     return {**out, **why}
 
 
 def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
-    e, m = answer.get("exp_bits"), answer.get("man_bits")
-    want_e, want_m = expected["exp_bits"], expected["man_bits"]
     where = f"{len(case['values'])} values, rel_tol={case['rel_tol']:g}, special={case['special']}"
     labels = [msg(f"m02.label_{k}", where=where) for k in ("fits", "narrowest", "split")]
+    wrong_type = _not_a_dict(answer, FIT_KEYS, labels[0])
+    if wrong_type:
+        return [wrong_type]
+    e, m = answer.get("exp_bits"), answer.get("man_bits")
+    want_e, want_m = expected["exp_bits"], expected["man_bits"]
     why = [Part(answer.get(k) == expected[k], msg("m02.fit_why", where=where, key=k, expected=expected[k],
                                                    found=answer.get(k)), label=msg(f"m02.label_{k}", where=where))
            for k in WHY_KEYS]
@@ -515,12 +724,17 @@ def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
         text = msg("m02.fit_invalid", where=where, exp=e, man=m)
         return [Part(False, text, label=label) for label in labels] + why
     status = expected["status"][f"{e},{m}"]
+    other = expected["other_special"]
     values = dict(where=where, exp=e, man=m, bits=1 + e + m, want_exp=want_e, want_man=want_m,
-                  want_bits=1 + want_e + want_m)
+                  want_bits=1 + want_e + want_m, special=case["special"], other=other["special"])
     fits = status == "ok"
     narrowest = e + m == want_e + want_m
-    mistake = (FIT_MISTAKES[status] if not fits else "not_narrowest" if e + m > want_e + want_m
-               else "fit_split" if (e, m) != (want_e, want_m) else None)
+    if (e, m) == (want_e, want_m):
+        mistake = None
+    elif (e, m) == (other["exp_bits"], other["man_bits"]):
+        mistake = "special_ignored"
+    else:
+        mistake = FIT_MISTAKES[status] if not fits else "not_narrowest" if e + m > want_e + want_m else "fit_split"
     text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.fit_ok", **values)
     return [Part(fits, text, mistake=None if fits else mistake, label=labels[0]),
             Part(fits and narrowest, text, mistake=mistake if fits and not narrowest else None, label=labels[1]),
@@ -530,11 +744,11 @@ def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
 TASKS = {
     "gpu_numbers": Task(title=msg("m02.title_spec"), answer=lambda fn, case: _dict_answer(fn(dict(case)), SPEC_KEYS),
                         score=_spec_score, visible=_spec_visible, kind="recall", level="warm-up",
-                        mistakes=("no_fma", "boost_clock", "tensor_core_count", "units")),
+                        mistakes=("no_fma", "printed_peak", "tensor_clock", "tensor_core_count", "units")),
     "spec_sheet": Task(title=msg("m02.title_sheet"), answer=_sheet_answer, score=_sheet_score,
                        visible=_sheet_visible, kind="transfer", level="core",
-                       mistakes=("sparse_as_dense", "fp16_accumulate", "halved_datacenter", "per_system", "clock",
-                                 "pflops")),
+                       mistakes=("sparse_as_dense", "fp16_accumulate", "halved_datacenter", "none_as_fp16",
+                                 "per_system", "clock", "pflops")),
     "decode": Task(title=msg("m02.title_decode"), answer=_decode_answer, score=_decode_score,
                    visible=_decode_visible, kind="recall", level="core",
                    mistakes=("fields", "subnormals", "negative_zero", "ieee_specials", "special_rule")),
@@ -543,14 +757,17 @@ TASKS = {
                    mistakes=("max_pattern", "min_exponent", "subnormal_min", "eps_vs_roundoff")),
     "round": Task(title=msg("m02.title_round"), answer=_round_answer, score=_round_score,
                   visible=_round_visible, kind="transfer", level="core",
-                  mistakes=("not_nearest", "ties_away", "no_saturation", "subnormals", "signed_zero")),
+                  mistakes=("not_nearest", "ties_away", "no_saturation", "subnormal_spacing", "signed_zero")),
     "measure": Task(title=msg("m02.title_measure"), answer=_measure_answer, score=_measure_score,
                     visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=3,
-                    kind="recall", level="core", mistakes=("flops_n3", "ms_not_s", "not_measured", "too_fast")),
+                    kind="recall", level="core",
+                    mistakes=("flops_n3", "ms_not_s", "not_measured", "too_fast", "not_first_size",
+                              "past_first_size", "reference_called")),
     "nm_mask": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
                     visible=_mask_visible, kind="recall", level="core",
-                    mistakes=("magnitude", "tie_rule", "group_size", "shape_error")),
+                    mistakes=("magnitude", "tie_rule", "unstable_sort", "group_size", "shape_error")),
     "smallest_format": Task(title=msg("m02.title_fit"), answer=_fit_answer, score=_fit_score,
                             visible=_fit_visible, kind="transfer", level="stretch",
-                            mistakes=("range", "precision", "subnormal_precision", "not_narrowest", "fit_split")),
+                            mistakes=("range", "precision", "subnormal_precision", "special_ignored", "not_narrowest",
+                                      "fit_split")),
 }

@@ -120,20 +120,39 @@ def test_mask_rejects_bad_shapes(shape, m):
 
 
 def test_gpu_numbers_reproduce_the_whitepaper_figures():
+    """The lesson's H100 SXM: 1,024 FLOPs per Tensor Core per cycle at the 1.83 GHz the sheet's peak assumes."""
     h100 = profiles.get("h100_sxm")
     spec = {"sms": h100.get("sms"), "tensor_cores_per_sm": h100.get("tensor_cores_per_sm"),
             "fp32_lanes_per_sm": h100.get("fp32_lanes_per_sm"), "boost_clock_mhz": h100.get("boost_clock_mhz"),
-            "dense_tensor_tflops": h100.peak("bf16"), "clock_mhz": 1830}
+            "dense_tensor_tflops": h100.peak("bf16"), "clock_mhz": 1500}
     out = ref.gpu_numbers(spec)
     assert out["cuda_cores"] == 16_896                                 # 132 SMs x 128 lanes
     assert out["vector_fp32_tflops"] == pytest.approx(h100.peak("fp32"), rel=0.01)
-    # 1,024 FLOPs per Tensor Core per cycle at the 1,830 MHz the tensor peak implies
-    assert out["tensor_tflops_at_clock"] * 1980 / 1830 == pytest.approx(h100.peak("bf16"))
-    assert 528 * 1024 * 1830e6 / 1e12 == pytest.approx(h100.peak("bf16"), rel=1e-3)
+    assert out["flops_per_tc_per_cycle"] == 1024                       # not 989.4 / (528 x 1.98 GHz) = 946
+    assert out["tensor_clock_mhz"] == pytest.approx(1830, rel=1e-3)
+    assert out["tensor_tflops_at_clock"] == pytest.approx(811, rel=1e-3)   # the lesson's 528 x 1,024 x 1.5 GHz
     a100 = profiles.get("a100_sxm_80gb")
     spec = {"sms": 108, "tensor_cores_per_sm": 4, "fp32_lanes_per_sm": 64, "boost_clock_mhz": 1410,
             "dense_tensor_tflops": a100.peak("bf16"), "clock_mhz": 1410}
-    assert ref.gpu_numbers(spec)["flops_per_tc_per_cycle"] == pytest.approx(512, rel=0.01)   # 256 FMA per clock
+    out = ref.gpu_numbers(spec)
+    assert out["flops_per_tc_per_cycle"] == 512 and out["tensor_clock_mhz"] == pytest.approx(1410, rel=1e-3)
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_lesson_and_task_1_agree_on_the_clock_of_the_tensor_peak(lang):
+    """The lesson works H100 SXM back to 1,024 FLOPs at 1.83 GHz and scales from that clock; the reference does too,
+    and the lesson's GPUs are not task 1's cases."""
+    import json
+    from pathlib import Path
+    from autograder.modules.m02_gpu_architecture.lesson import PEAK_GPUS
+    nb = json.loads((Path(__file__).resolve().parents[3] / f"lessons/02_gpu_architecture/lesson.{lang}.ipynb")
+                    .read_text(encoding="utf-8"))
+    text = {c["id"]: "".join(c["source"]) for c in nb["cells"]}
+    assert "1,024" in text["c15"] and "1.83 GHz" in text["c15"] and "811" in text["c15"]
+    assert "m02.PEAK_GPUS" in text["c14"]
+    cases = {c["name"] for c in tasks._spec_visible()}
+    assert not cases & {profiles.get(pid).label for pid in PEAK_GPUS}
+    assert not set(tasks.hidden_gpus()) & set(PEAK_GPUS)
 
 
 QUOTES = {q["product"]: q for q in tasks.spec_sheets()["quotes"]}

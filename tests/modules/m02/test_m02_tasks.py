@@ -2,6 +2,7 @@
 mistake, and hidden cases that a hard-coded answer cannot pass."""
 import json
 import math
+import re
 import sys
 
 import pytest
@@ -98,17 +99,53 @@ def test_partial_verdicts_label_the_parts():
         assert all(p.label is not None for p in parts(name, fn, hidden=False)), name
 
 
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+@pytest.mark.parametrize("task_id", sorted(REFERENCE))
+def test_an_answer_of_the_wrong_type_is_said_in_each_language(task_id):
+    """Not a dict (or not a tensor): a bilingual message, no Korean in the English line (no exception text)."""
+    found = [p for p in parts(task_id, lambda *args: None, hidden=False) if not p.ok]
+    assert found and all(not HANGUL.search(p.message.en) and HANGUL.search(p.message.ko) for p in found)
+
+
 # ---------------------------------------------------------------- 1. the peak from the parts
-def test_spec_with_the_boost_clock_for_the_running_clock_costs_the_double_weighted_part():
-    def boost_only(spec):
-        return ref.gpu_numbers({**spec, "clock_mhz": spec["boost_clock_mhz"]})
-    assert 0.4 < share("gpu_numbers", boost_only) < 0.9     # it was 0.9 of the task before: 0.3 of 3 points
-    assert "boost_clock" in named("gpu_numbers", boost_only)
+def test_spec_with_the_printed_peak_for_the_running_clock_costs_the_double_weighted_part():
+    def printed(spec):
+        return {**ref.gpu_numbers(spec), "tensor_tflops_at_clock": spec["dense_tensor_tflops"]}
+    assert 0.4 < share("gpu_numbers", printed) < 0.9
+    assert "printed_peak" in named("gpu_numbers", printed)
+
+
+def test_spec_worked_at_the_boost_clock_is_named_with_the_clock_the_sheet_assumed():
+    """The trial's answer (946 FLOPs per cycle, the peak scaled from the boost clock) fails H100 PCIe and says why."""
+    def at_boost(spec):
+        tensor_cores = spec["sms"] * spec["tensor_cores_per_sm"]
+        per_tc = spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * spec["boost_clock_mhz"] * 1e6)
+        return {**ref.gpu_numbers(spec), "flops_per_tc_per_cycle": per_tc, "tensor_clock_mhz": spec["boost_clock_mhz"],
+                "tensor_tflops_at_clock": spec["dense_tensor_tflops"] * spec["clock_mhz"] / spec["boost_clock_mhz"]}
+    failed = [p for p in parts("gpu_numbers", at_boost, hidden=False) if not p.ok]
+    assert len(failed) == 3 and all("H100 PCIe" in p.message.en for p in failed)  # A100's sheet assumes its boost clock
+    named_once = [p for p in failed if p.mistake == "tensor_clock"]           # explained once, then "the same mistake"
+    assert len(named_once) == 1 and "1024" in named_once[0].message.en and "1619" in named_once[0].message.en
+    assert all("same mistake" in p.message.en for p in failed if p.mistake is None)
+
+
+def test_spec_a_lesson_faithful_answer_gets_full_marks():
+    """Work back to the power of two, then the clock: the lesson's way, on the task's GPUs and clocks."""
+    def lesson_way(spec):
+        tensor_cores = spec["sms"] * spec["tensor_cores_per_sm"]
+        per_tc = 1024 if spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * spec["boost_clock_mhz"] * 1e6) > 724 \
+            else 2 ** round(math.log2(spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * spec["boost_clock_mhz"] * 1e6)))
+        clock = spec["dense_tensor_tflops"] * 1e6 / (tensor_cores * per_tc)
+        return {**ref.gpu_numbers(spec), "flops_per_tc_per_cycle": per_tc, "tensor_clock_mhz": round(clock),
+                "tensor_tflops_at_clock": spec["dense_tensor_tflops"] * spec["clock_mhz"] / clock}
+    assert share("gpu_numbers", lesson_way) == 1.0
 
 
 def test_spec_hard_coded_for_the_visible_gpus_fails_hidden_cases():
     table = {c["name"]: ref.gpu_numbers(c) for c in tasks._spec_visible()}
-    learner = lambda spec: table.get(spec["name"], table["H100 SXM"])  # noqa: E731
+    learner = lambda spec: table.get(spec["name"], table["H100 PCIe"])  # noqa: E731
     assert share("gpu_numbers", learner, hidden=False) == 1.0
     assert share("gpu_numbers", learner) < 0.5
 
@@ -124,9 +161,35 @@ def test_spec_sheet_visible_cases_cover_every_trap_and_the_datacenter_exception(
 
 
 def test_spec_sheet_value_right_traps_wrong_earns_the_value_part():
+    """The trial's case: the value right, the trap list empty. The value parts pass; each trap part says which trap
+    the list lacks, never that the (right) value is twice itself."""
     def no_traps(quote):
         return {**ref.dense_peak(quote), "traps": []}
-    assert 0.6 < share("spec_sheet", no_traps, hidden=False) < 1.0
+    found = parts("spec_sheet", no_traps, hidden=False)
+    assert 0.6 < core.fraction(found) < 1.0
+    assert all(p.ok for p in found if p.label.en.endswith("dense_tflops"))
+    failed = [p for p in found if not p.ok]
+    assert failed and all(p.label.en.endswith("traps") and "lacks" in p.message.en and "twice" not in p.message.en
+                          for p in failed)
+
+
+def test_spec_sheet_an_unnamed_geforce_accumulation_is_not_fp16():
+    """`accumulate: None` on a GeForce bf16 row is fp32 accumulation: halving it is a named mistake."""
+    def halve_unnamed(quote):
+        if quote["segment"] == "consumer" and quote["accumulate"] is None:
+            out = ref.dense_peak(quote)
+            return {"dense_tflops": out["dense_tflops"] / 2, "traps": out["traps"] + ["fp16_accumulate"]}
+        return ref.dense_peak(quote)
+    failed = [p for p in parts("spec_sheet", halve_unnamed, hidden=False) if not p.ok]
+    assert len(failed) == 2 and {p.mistake for p in failed} == {"none_as_fp16"}
+
+
+def test_spec_sheet_messages_round_the_numbers():
+    def ten_percent_off(quote):
+        out = ref.dense_peak(quote)
+        return {**out, "dense_tflops": out["dense_tflops"] * 1.1}
+    for p in parts("spec_sheet", ten_percent_off, hidden=False):
+        assert not re.search(r"\d\.\d{7,}", p.message.en), p.message.en
 
 
 def test_spec_sheet_traps_as_a_set_in_any_order():
@@ -152,6 +215,17 @@ def test_decode_without_subnormals_or_specials_gets_nothing_for_those_rules():
         return sign * 2.0 ** (e - bias) * (1 + m / 2**m_bits)
     assert {"subnormals", "ieee_specials"} <= named("decode", naive)
     assert share("decode", naive) < 0.5
+
+
+def test_decode_and_round_say_which_value_is_expected_and_which_found():
+    def off(bits, fmt):
+        return ref.decode(bits, fmt) * 2
+    for p in parts("decode", off, hidden=False):
+        if not p.ok and "0x" in p.message.en:
+            assert "expected" in p.message.en and "found" in p.message.en
+            assert "기대값" in p.message.ko and "실제값" in p.message.ko
+    decode_hint = [p for p in parts("decode", off, hidden=False) if p.mistake == "subnormals"]
+    assert decode_hint and all("round" not in p.message.en and "반올림" not in p.message.ko for p in decode_hint)
 
 
 def test_decode_by_table_lookup_of_visible_patterns_fails_hidden():
@@ -211,7 +285,10 @@ def measured(monkeypatch):
     return peak
 
 
-def consistent(tflops, n=1024):
+def consistent(tflops, n=None):
+    """A learner at ``tflops`` that reports n by the task's rule (the first of 256, 512, ... to take 0.05 s)."""
+    if n is None:
+        n = next((k for k in (256 * 2**i for i in range(6)) if 2 * k**3 / (tflops * 1e12) >= 0.05), 8192)
     return lambda dtype, device: {"n": n, "seconds": 2 * n**3 / (tflops * 1e12), "tflops": tflops}
 
 
@@ -246,7 +323,7 @@ def test_measure_outside_the_band_loses_the_band_part(measured):
 
 
 def test_measure_inconsistent_numbers_lose_the_consistency_part(measured):
-    learner = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
+    learner = lambda dtype, device: {"n": 2048, "seconds": 0.1, "tflops": 0.2}  # noqa: E731
     assert 0 < run_measure(learner) < 1.0
 
 
@@ -266,8 +343,8 @@ def test_measure_without_a_reference_figure_grades_consistency(measured):
     assert run_measure(consistent(0.2), case, reference=failed) == 1.0
     found = tasks._measure_score(case, measure_answer(consistent(0.2), case, reference=failed), None)
     assert any("could not run here" in p.message.en and p.weight == 0 for p in found)
-    inconsistent = lambda dtype, device: {"n": 1024, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
-    assert run_measure(inconsistent, case, reference=failed) == 0.0  # consistency is then all there is
+    inconsistent = lambda dtype, device: {"n": 256, "seconds": 0.01, "tflops": 0.2}  # noqa: E731
+    assert run_measure(inconsistent, case, reference=failed) == 0.0  # consistency and the rule are then all there is
 
 
 def test_measure_must_be_measured_while_the_referee_watches(measured):
@@ -291,8 +368,47 @@ def test_measure_a_constant_answer_is_not_measured(monkeypatch):
     records = core.collect(task, constant, [CASE], "m02.measure")
     assert len(records[0]["answer"]["observed"]["walls"]) == task.rounds
     found = core.score_records(task, records)
-    assert core.fraction(found) == 0.0 and "this was not measured" in found[0].message.en
-    assert found[0].mistake == "not_measured"
+    assert core.fraction(found) == 0.0 and "This was not measured" in found[0].message.en
+    assert found[0].mistake == "not_measured" and len(found) == 1
+    assert not HANGUL.search(found[0].message.en) and "claimed" not in found[0].message.ko  # no English in Korean
+
+
+def test_measure_the_first_size_rule_names_a_fixed_n_and_the_fastest_of_several(measured):
+    """The rule is visible: a fixed n = 256, the fastest of several sizes (a small one), or a size past the first."""
+    fixed = consistent(0.09, n=256)
+    assert "not_first_size" in {p.mistake for p in tasks._measure_score(CASE, measure_answer(fixed, reference=0.09), None)}
+    fastest = consistent(0.12, n=512)            # 2.2 ms: the fastest size, far below 0.05 s
+    found = tasks._measure_score(CASE, measure_answer(fastest, reference=0.09), None)
+    assert "not_first_size" in {p.mistake for p in found}
+    assert any("fastest of several" in p.message.en for p in found if not p.ok)
+    past = consistent(0.04, n=4096)              # 3.4 s: n = 2048 would already have taken 0.43 s
+    found = tasks._measure_score(CASE, measure_answer(past, reference=0.04, walls=[12.0] * 3), None)
+    assert {p.mistake for p in found if not p.ok} == {"past_first_size"}
+    assert run_measure(consistent(0.09), reference=0.09) == 1.0
+
+
+def test_measure_calling_the_course_reference_is_caught(monkeypatch):
+    """A wrapper around the course's measurement is recorded however it was imported, and scores nothing."""
+    from autograder.reference import matmul_tflops
+
+    def wrapper(dtype, device):
+        r = matmul_tflops(dtype, device, budget_s=0.05, sizes=[64])
+        return {"n": 64, "seconds": 2 * 64**3 / (r["tflops"] * 1e12), "tflops": r["tflops"]}
+    answer = tasks._measure_answer(wrapper, CASE)
+    assert answer["reference_called"] == ["autograder.reference.matmul_tflops"]
+    found = tasks._measure_score(CASE, {"rounds": [answer] * 3, "observed": {"walls": [1.0] * 3,
+                                                                              "reference": [{"tflops": 0.1}] * 3}}, None)
+    assert core.fraction(found) == 0.0 and found[0].mistake == "reference_called"
+    assert tasks._measure_answer(consistent(0.2), CASE)["reference_called"] == []
+
+    def in_a_thread(dtype, device):
+        import threading
+        from autograder import results
+        worker = threading.Thread(target=results.load)      # the lesson's recorded figures, read in another thread
+        worker.start()
+        worker.join()
+        return consistent(0.2)(dtype, device)
+    assert tasks._measure_answer(in_a_thread, CASE)["reference_called"] == ["autograder.results.load"]
 
 
 def test_measure_reference_times_the_learners_size_within_bounds(monkeypatch):
@@ -330,6 +446,27 @@ def test_mask_fixed_at_2_4_fails_the_other_patterns():
     assert share("nm_mask", lambda w, n, m: ref.nm_mask(w, 2, 4) if w.shape[1] % 4 == 0 else ref.nm_mask(w, n, m)) < 0.8
 
 
+def test_mask_by_signed_value_is_named_on_every_row_it_breaks():
+    """Ranking by value, not |w|: the magnitude mistake on each case it breaks, never a tie or group-size hint."""
+    def by_value(w, n, m):
+        if w.shape[1] % m:
+            raise ValueError("bad shape")
+        groups = w.reshape(w.shape[0], -1, m)
+        order = torch.sort(groups, dim=-1, descending=True, stable=True).indices
+        return torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, order[..., :n], True).reshape(w.shape)
+    failed = [p for p in parts("nm_mask", by_value, hidden=False) if not p.ok]
+    assert len(failed) >= 3 and {p.mistake for p in failed} == {"magnitude"}
+    assert all("in favour of" in p.message.en and "?" not in p.message.en for p in failed)
+
+
+def test_mask_a_sort_that_is_not_stable_fails_a_visible_tie_case():
+    def argsort(w, n, m):
+        groups = w.abs().reshape(w.shape[0], -1, m)
+        keep = torch.argsort(groups, dim=-1, descending=True)[..., :n]
+        return torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, keep, True).reshape(w.shape)
+    assert "unstable_sort" in named("nm_mask", argsort)
+
+
 # ---------------------------------------------------------------- 8. the narrowest format
 def test_fit_visible_cases_show_every_reason():
     reasons = set()
@@ -343,6 +480,12 @@ def test_fit_right_format_wrong_reasons_earns_partial_credit():
     def no_reasons(values, rel_tol, special):
         return {**ref.smallest_format(values, rel_tol, special), "without_exp_bit": None, "without_man_bit": None}
     assert 0.5 < share("smallest_format", no_reasons, hidden=False) < 1.0
+
+
+def test_fit_ignoring_special_is_named():
+    assert named("smallest_format", lambda values, tol, special: ref.smallest_format(values, tol, "none")) \
+        == {"special_ignored"}
+    assert "special_ignored" in named("smallest_format", lambda values, tol, special: ref.smallest_format(values, tol, "ieee"))
 
 
 def test_fit_invalid_answers_score_nothing_but_do_not_crash():
