@@ -225,8 +225,8 @@ def _num(x: float) -> str:
 
 
 def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_seconds, unit: str,
-                 weight: float = 2.0, faster_above: bool = True,
-                 hint: Message | None = None) -> tuple[bool, list[Part]]:
+                 weight: float = 2.0, faster_above: bool = True, too_fast: Message | None = None,
+                 too_slow: Message | None = None) -> tuple[bool, list[Part]]:
     """Score a measurement task's rounds against the reference measured in turns with them.
 
     ``mine(round)`` and ``theirs(reference)`` pick the figures to compare; the median of
@@ -234,8 +234,8 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     Returns ``(measured, parts)``: ``measured`` is False when no round was observed or a
     round ended sooner than its result claims (``claimed_seconds``); ``parts`` then say
     only that, and the task is worth nothing. ``faster_above``: a ratio above the band
-    means too fast (throughputs) rather than too slow (times). ``hint``: what a ratio outside
-    the band says for this task (default: the common causes of too fast and too slow).
+    means too fast (throughputs) rather than too slow (times). ``too_fast``/``too_slow``: what a
+    result outside the band says for this task (default: the common causes of each).
     """
     from .checks import referee
     why = referee.unmeasured(answer, claimed_seconds)
@@ -255,5 +255,6 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo_ratio=_num(lo), hi_ratio=_num(hi),
                reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
     if not lo <= ratio <= hi:
-        text = text + (hint or msg("measure.above" if (ratio > hi) == faster_above else "measure.below"))
+        fast = (ratio > hi) == faster_above
+        text = text + ((too_fast or msg("measure.above")) if fast else (too_slow or msg("measure.below")))
     return True, [Part(lo <= ratio <= hi, text, weight, measured=True)]

@@ -566,7 +566,7 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
     found = referee.median_ratio(answer, lambda r: r["tflops"], lambda ref: ref["tflops"])
     too_fast = bool(found) and found[0] > rules()["side_by_side"]["matmul"]["hi"]
     measured, compared = side_by_side("matmul", answer, what, lambda r: r["tflops"], lambda ref: ref["tflops"],
-                                      _claimed_seconds, "TFLOP/s", hint=msg("m02.mistake.too_fast") if too_fast else None)
+                                      _claimed_seconds, "TFLOP/s", too_fast=msg("m02.mistake.too_fast"))
     if not measured:
         if referee.unmeasured(answer, _claimed_seconds) in ("no rounds", "not observed"):
             return compared
