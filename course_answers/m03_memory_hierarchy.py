@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 from autograder import profiles
 from autograder.checks.core import Recorded, canonical
+from autograder.harness import time_fn
 from autograder.llm import kv_cache_bytes
 from autograder.modules.m03_memory_hierarchy import tasks
-from autograder.modules.m03_memory_hierarchy.measure import bandwidth_sweep  # noqa: F401 (the sweep's reference)
 
 BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 OPS = {"add": 1, "matvec": 2, "matmul": 3}  # op -> number of dimensions in its shape
@@ -112,6 +112,14 @@ def _roofline_sparse_as_dense(row, intensity):
     return roofline_point(max(printed_number(f) for f in row["peak"].split("|")), bandwidth_gbs(row), intensity)
 
 
+def _roofline_star_halved(row, intensity):
+    """Every starred figure taken for a sparsity figure, whatever the footnote says the star means."""
+    figures = [f.strip() for f in row["peak"].split("|")]
+    dense = [f for f in figures if not f.endswith("*")]
+    peak = printed_number(dense[0]) if dense else printed_number(figures[0]) / 2
+    return roofline_point(peak, bandwidth_gbs(row), intensity)
+
+
 def _roofline_tb_as_gb(row, intensity):
     return roofline_point(dense_tflops(row), printed_number(row["bandwidth"]), intensity)
 
@@ -127,22 +135,28 @@ def _roofline_tie_is_memory(row, intensity):
 
 
 # ------------------------------------------------------------ 3. fusion
+def _chain(steps: list, sizes: dict, size_of=max) -> tuple[dict, set]:
+    """Elements of every tensor of a chain (a step's output: ``size_of`` its distinct tensor operands' elements), and
+    the inputs of ``sizes`` that the steps use."""
+    elements = dict(sizes)
+    for output, _op, operands in steps:
+        elements[output] = size_of([elements[t] for t in dict.fromkeys(operands) if isinstance(t, str)])
+    used = {o for _, _, operands in steps for o in operands if isinstance(o, str) and o in sizes}
+    return elements, used
+
+
 def fused_traffic(steps: list, sizes: dict, bytes_per_element: int) -> dict:
     """Bytes a chain of element-wise steps moves as one kernel per step, and fused into one kernel.
 
     ``steps``: ``[output, op, operands]`` in order; an operand is a tensor name (of ``sizes`` or an earlier
     output) or a number (a scalar, held in registers). A step's output has as many elements as its largest tensor
     operand (the others broadcast). One kernel per step reads each of its distinct tensors once and writes its
-    output; the fused kernel reads each distinct input of ``sizes`` once and writes the last output only.
+    output; the fused kernel reads once each input that the steps use and writes the last output only.
     """
-    elements = dict(sizes)
-    unfused = 0
-    for output, _op, operands in steps:
-        tensors = [o for o in dict.fromkeys(operands) if isinstance(o, str)]
-        elements[output] = max(elements[t] for t in tensors)
-        unfused += sum(elements[t] for t in tensors) + elements[output]
-    inputs = {o for _, _, operands in steps for o in operands if isinstance(o, str) and o in sizes}
-    fused = sum(sizes[name] for name in inputs) + elements[steps[-1][0]]
+    elements, used = _chain(steps, sizes)
+    unfused = sum(sum(elements[t] for t in dict.fromkeys(operands) if isinstance(t, str)) + elements[output]
+                  for output, _op, operands in steps)
+    fused = sum(sizes[name] for name in used) + elements[steps[-1][0]]
     return {"unfused_bytes": unfused * bytes_per_element, "fused_bytes": fused * bytes_per_element}
 
 
@@ -151,71 +165,107 @@ def _fusion_keeps_intermediates(steps, sizes, bytes_per_element):
     return {**right, "fused_bytes": right["unfused_bytes"]}
 
 
+def _fusion_writes_intermediates(steps, sizes, bytes_per_element):
+    """The fused kernel counted as reading its inputs once but writing every step's output, not only the last."""
+    elements, used = _chain(steps, sizes)
+    fused = sum(sizes[name] for name in used) + sum(elements[output] for output, _, _ in steps)
+    return {**fused_traffic(steps, sizes, bytes_per_element), "fused_bytes": fused * bytes_per_element}
+
+
+def _fusion_unused_input(steps, sizes, bytes_per_element):
+    """The fused kernel counted as reading every tensor of ``sizes``, also those no step uses."""
+    elements, _ = _chain(steps, sizes)
+    fused = sum(sizes.values()) + elements[steps[-1][0]]
+    return {**fused_traffic(steps, sizes, bytes_per_element), "fused_bytes": fused * bytes_per_element}
+
+
+def _fusion_first_operand(steps, sizes, bytes_per_element):
+    """A step's output sized from its first tensor operand instead of its largest."""
+    elements, used = _chain(steps, sizes, size_of=lambda counts: counts[0])
+    unfused = sum(sum(elements[t] for t in dict.fromkeys(operands) if isinstance(t, str)) + elements[output]
+                  for output, _op, operands in steps)
+    fused = sum(sizes[name] for name in used) + elements[steps[-1][0]]
+    return {"unfused_bytes": unfused * bytes_per_element, "fused_bytes": fused * bytes_per_element}
+
+
 def _fusion_per_use(steps, sizes, bytes_per_element):
     """Every use of a tensor counted as a read of its own, in both kernels."""
-    elements, unfused, fused = dict(sizes), 0, 0
-    for output, _op, operands in steps:
-        tensors = [o for o in operands if isinstance(o, str)]
-        elements[output] = max(elements[t] for t in tensors)
-        unfused += sum(elements[t] for t in tensors) + elements[output]
-        fused += sum(sizes[t] for t in tensors if t in sizes)
-    fused += elements[steps[-1][0]]
+    elements, _ = _chain(steps, sizes)
+    uses = [(output, [o for o in operands if isinstance(o, str)]) for output, _op, operands in steps]
+    unfused = sum(sum(elements[t] for t in tensors) + elements[output] for output, tensors in uses)
+    fused = sum(sizes[t] for _, tensors in uses for t in tensors if t in sizes) + elements[steps[-1][0]]
     return {"unfused_bytes": unfused * bytes_per_element, "fused_bytes": fused * bytes_per_element}
 
 
 def _fusion_broadcast_as_full(steps, sizes, bytes_per_element):
     """A broadcast operand counted as if it were as large as the step's output."""
-    elements, unfused = dict(sizes), 0
-    for output, _op, operands in steps:
-        tensors = [o for o in dict.fromkeys(operands) if isinstance(o, str)]
-        elements[output] = max(elements[t] for t in tensors)
-        unfused += (len(tensors) + 1) * elements[output]
-    largest = max(sizes.values())
-    inputs = {o for _, _, operands in steps for o in operands if isinstance(o, str) and o in sizes}
-    fused = len(inputs) * largest + elements[steps[-1][0]]
+    elements, used = _chain(steps, sizes)
+    unfused = sum((len([t for t in dict.fromkeys(operands) if isinstance(t, str)]) + 1) * elements[output]
+                  for output, _op, operands in steps)
+    fused = len(used) * max(sizes.values()) + elements[steps[-1][0]]
     return {"unfused_bytes": unfused * bytes_per_element, "fused_bytes": fused * bytes_per_element}
 
 
 def _fusion_reads_only(steps, sizes, bytes_per_element):
-    elements, unfused = dict(sizes), 0
-    for output, _op, operands in steps:
-        tensors = [o for o in dict.fromkeys(operands) if isinstance(o, str)]
-        elements[output] = max(elements[t] for t in tensors)
-        unfused += sum(elements[t] for t in tensors)
-    inputs = {o for _, _, operands in steps for o in operands if isinstance(o, str) and o in sizes}
+    elements, used = _chain(steps, sizes)
+    unfused = sum(sum(elements[t] for t in dict.fromkeys(operands) if isinstance(t, str)) for _, _op, operands in steps)
     return {"unfused_bytes": unfused * bytes_per_element,
-            "fused_bytes": sum(sizes[name] for name in inputs) * bytes_per_element}
+            "fused_bytes": sum(sizes[name] for name in used) * bytes_per_element}
 
 
 # ------------------------------------------------------------ 4. LLM decoding
+def kv_bytes_per_sequence(model: dict, context: int, windowed=lambda context, window: min(context, window)) -> int:
+    """KV-cache bytes of one sequence of ``context`` tokens: the global layers keep every token, the
+    ``local_layers`` sliding-window layers the last ``window`` tokens only (``windowed(context, window)`` of them)."""
+    local = int(model.get("local_layers") or 0)
+    kv = kv_cache_bytes({**model, "layers": int(model["layers"]) - local}, 1, context)
+    return kv + (kv_cache_bytes({**model, "layers": local}, 1, windowed(context, model["window"])) if local else 0)
+
+
 def decode_bound(model: dict, batch: int, context: int, bandwidth_gbs: float) -> dict:
     """Upper bound on decode throughput when every step reads all weights and the whole KV cache once.
 
-    ``kv_cache_bytes``, ``bytes_per_step`` (weights + KV cache), ``step_s`` (the lower bound on one decode step)
-    and ``tokens_per_s`` (the batch makes one token per sequence per step).
+    ``kv_cache_bytes`` (the batch's), ``bytes_per_step`` (weights + KV cache), ``step_s`` (the lower bound on one
+    decode step) and ``tokens_per_s`` (the batch makes one token per sequence per step).
     """
-    kv = kv_cache_bytes(model, batch, context)
-    step_bytes = float(model["params"]) * float(model["weight_bytes"]) + kv
-    step_s = step_bytes / (bandwidth_gbs * 1e9)
-    return {"kv_cache_bytes": kv, "bytes_per_step": step_bytes, "step_s": step_s, "tokens_per_s": batch / step_s}
+    return _decode_with(batch * kv_bytes_per_sequence(model, context), model, batch, bandwidth_gbs, step=True)
 
 
-def _decode_with(kv: float, model: dict, batch: int, bandwidth_gbs: float, tokens: float | None = None) -> dict:
+def _decode_with(kv: float, model: dict, batch: int, bandwidth_gbs: float, tokens: float | None = None,
+                 step: bool = False) -> dict:
     step_bytes = float(model["params"]) * float(model["weight_bytes"]) + kv
     step_s = step_bytes / (bandwidth_gbs * 1e9)
-    return {"kv_cache_bytes": kv, "bytes_per_step": step_bytes, "tokens_per_s": batch / step_s if tokens is None else tokens}
+    out = {"kv_cache_bytes": kv, "bytes_per_step": step_bytes, "tokens_per_s": batch / step_s if tokens is None else tokens}
+    return {**out, "step_s": step_s} if step else out
+
+
+def _decode_window_ignored(model, batch, context, bandwidth_gbs):
+    """The lesson's formula on every layer, as if none kept a window only."""
+    return _decode_with(kv_cache_bytes(model, batch, context), model, batch, bandwidth_gbs)
+
+
+def _decode_window_on_every_layer(model, batch, context, bandwidth_gbs):
+    local = {**model, "local_layers": model["layers"]} if model.get("window") else model
+    return _decode_with(batch * kv_bytes_per_sequence(local, context), model, batch, bandwidth_gbs)
+
+
+def _decode_window_longer(model, batch, context, bandwidth_gbs):
+    """A local layer counted as holding a whole window even when the context is shorter."""
+    kv = batch * kv_bytes_per_sequence(model, context, windowed=lambda context, window: window)
+    return _decode_with(kv, model, batch, bandwidth_gbs)
 
 
 def _decode_query_heads(model, batch, context, bandwidth_gbs):
-    return _decode_with(kv_cache_bytes({**model, "kv_heads": model["heads"]}, batch, context), model, batch, bandwidth_gbs)
+    kv = batch * kv_bytes_per_sequence({**model, "kv_heads": model["heads"]}, context)
+    return _decode_with(kv, model, batch, bandwidth_gbs)
 
 
 def _decode_k_only(model, batch, context, bandwidth_gbs):
-    return _decode_with(kv_cache_bytes(model, batch, context) // 2, model, batch, bandwidth_gbs)
+    return _decode_with(batch * kv_bytes_per_sequence(model, context) // 2, model, batch, bandwidth_gbs)
 
 
 def _decode_one_sequence(model, batch, context, bandwidth_gbs):
-    return _decode_with(kv_cache_bytes(model, 1, context), model, batch, bandwidth_gbs)
+    return _decode_with(kv_bytes_per_sequence(model, context), model, batch, bandwidth_gbs)
 
 
 def _decode_one_token_per_step(model, batch, context, bandwidth_gbs):
@@ -267,10 +317,29 @@ MISTAKES_COPY = {
     "no_synchronize": lambda dev: copy_bandwidth_gbs(dev, sync=False),
     "no_warm_up": _copy_one_cold_sample,
     "fits_in_cache": lambda dev: copy_bandwidth_gbs(dev, nbytes=64 * 2**20),
+    "launch_bound": lambda dev: copy_bandwidth_gbs(dev, nbytes=2**20),
+    "buffer_under_4x": lambda dev: copy_bandwidth_gbs(dev, nbytes=dev.cache_bytes),
     "short_sample": lambda dev: copy_bandwidth_gbs(dev, sample_s=0),
     "reads_only": lambda dev: copy_bandwidth_gbs(dev, counted=1),
     "gib": lambda dev: copy_bandwidth_gbs(dev, unit=2**30),
 }
+
+
+# ------------------------------------------------------------ 6. bandwidth per working-set size
+def bandwidth_sweep(sizes, device: str = "cpu", budget_s: float = 0.2) -> list[float]:
+    """Read bandwidth (GB/s) of a float32 working set of each size: one timed call sums the same set many times
+    (``x.expand``: a view, no copy), reading at least 64 MiB; one thread on a CPU."""
+    import torch
+
+    threads = 1 if str(device).startswith("cpu") else None
+    result = []
+    for nbytes in sizes:
+        n = max(1, int(nbytes) // 4)
+        reps = max(1, 64 * 2**20 // (4 * n))
+        view = torch.ones(n, device=device).expand(reps, n)
+        timing = time_fn(lambda: view.sum(dim=1), device=device, budget_s=budget_s, threads=threads)
+        result.append(reps * n * 4 / timing.median_s / 1e9)
+    return result
 
 
 # ------------------------------------------------------------ 7. serving: batch within memory and a target rate
@@ -285,9 +354,9 @@ def serve_plan(model: dict, row: dict, context: int, target_tokens_per_s: float)
 
 
 def _plan(model: dict, row: dict, context: int, memory: float | None = None, compute: bool = True,
-          kv_read: bool = True, fit=math.floor) -> dict:
+          kv_read: bool = True, fit=math.floor, floor_at: float = 0) -> dict:
     weights = float(model["params"]) * float(model["weight_bytes"])
-    per_sequence = kv_cache_bytes(model, 1, context)
+    per_sequence = kv_bytes_per_sequence(model, context)
     memory = memory_bytes(row) if memory is None else memory
     peak = dense_tflops(row) * 1e12 if compute else math.inf
     bandwidth = bandwidth_gbs(row) * 1e9
@@ -295,11 +364,14 @@ def _plan(model: dict, row: dict, context: int, memory: float | None = None, com
     def rate(batch: int) -> float:
         read = weights + (batch * per_sequence if kv_read else 0)
         return batch / max(read / bandwidth, 2 * float(model["params"]) * batch / peak)
-    return {"max_batch": max(0, int(fit((memory - weights) / per_sequence))), "rate": rate}
+    return {"max_batch": int(max(floor_at, fit((memory - weights) / per_sequence))), "rate": rate}
 
 
-def _smallest_batch(plan: dict, target: float) -> int | None:
-    low, high = 1, plan["max_batch"]
+UNCAPPED = 10**7  # the batch_not_capped mistake searches up to here, as if memory had no end
+
+
+def _smallest_batch(plan: dict, target: float, high: int | None = None) -> int | None:
+    low, high = 1, plan["max_batch"] if high is None else high
     if high < 1 or plan["rate"](high) < target:
         return None
     while low < high:  # the rate grows with the batch: bisect
@@ -319,16 +391,27 @@ def _serve_gb(model, row, context, target):
     return _serve_with(memory=printed_number(row["memory"]) * 1e9)(model, row, context, target)
 
 
+def _serve_uncapped(model, row, context, target):
+    """The batch searched beyond max_batch: a batch whose KV cache does not fit."""
+    plan = _plan(model, row, context)
+    return {"max_batch": plan["max_batch"], "batch": _smallest_batch(plan, target, high=UNCAPPED)}
+
+
 # ------------------------------------------------------------ known mistakes
-def _recorded_sweep(speed) -> Recorded:
-    """A sweep as a check records it on this machine (its sizes and cache): three rounds of ``speed(size, llc)``
-    GB/s beside a reference that falls from 90 to 20 GB/s past the cache."""
+def _recorded_sweep(speed, reference_calls: int = 0) -> Recorded:
+    """A sweep as a check records it on this machine (its sizes and cache): three rounds of ``speed(size, edge)``
+    GB/s beside a reference that falls from 90 to 20 GB/s past the cache (``edge``: half the judged cache)."""
     case = tasks._sweep_visible()[0]
-    _device, llc, sizes = tasks._sweep_plan(case)
-    edge = (llc or tasks.UNKNOWN_LLC_SMALL * 4) / 2
+    device, llc, sizes = tasks._sweep_plan(case)
+    edge = (llc or tasks.LLC_CAP) / 2
     reference = {"gbs": [90.0 if s <= edge else 20.0 for s in sizes]}
-    mine = {"device": _device, "llc_bytes": llc, "sizes": sizes, "gbs": [speed(s, edge) for s in sizes]}
+    mine = {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": [speed(s, edge) for s in sizes],
+            "reference_calls": reference_calls}
     return Recorded({"rounds": [mine] * 3, "observed": {"walls": [60.0] * 3, "reference": [reference] * 3}})
+
+
+def _stepped(size, edge):
+    return 90.0 if size <= edge else 20.0
 
 
 class _RecordedHere(dict):
@@ -336,24 +419,32 @@ class _RecordedHere(dict):
     one is asked for, since finding the cache imports torch."""
 
     def __getitem__(self, name: str) -> Recorded:
-        speeds = {"call_overhead": lambda size, edge: 30.0 * min(1.0, size / edge),  # small sets: call overhead
-                  "mb_per_s": lambda size, edge: 1000.0 * (90.0 if size <= edge else 20.0)}
+        if name == "reference_called":  # the course's read_bandwidth_gbs run once per size by the learner's function
+            return _recorded_sweep(_stepped, reference_calls=len(tasks._sweep_plan(tasks._sweep_visible()[0])[2]))
+        speeds = {"call_overhead": lambda size, edge: 60.0 * min(1.0, size / (edge / 8)),  # small sets: call overhead
+                  "mb_per_s": lambda size, edge: 1000.0 * _stepped(size, edge)}
         return _recorded_sweep(speeds[name])
 
 
 MISTAKES = {
     "intensity": {"output_not_counted": _intensity_without_output, "fma_as_one_flop": _intensity_fma_as_one,
                   "elements_not_bytes": _intensity_per_element},
-    "roofline": {"sparse_as_dense": _roofline_sparse_as_dense, "tb_as_gb": _roofline_tb_as_gb,
+    "roofline": {"sparse_as_dense": _roofline_sparse_as_dense, "star_without_footnote": _roofline_star_halved,
+                 "tb_as_gb": _roofline_tb_as_gb,
                  "above_the_roof": _roofline_no_cap, "tie_is_memory": _roofline_tie_is_memory},
-    "fusion": {"fused_keeps_intermediates": _fusion_keeps_intermediates, "read_per_use": _fusion_per_use,
-               "broadcast_as_full": _fusion_broadcast_as_full, "writes_left_out": _fusion_reads_only},
-    "decode": {"query_heads": _decode_query_heads, "k_without_v": _decode_k_only,
-               "kv_of_one_sequence": _decode_one_sequence, "one_token_per_step": _decode_one_token_per_step},
+    "fusion": {"fused_keeps_intermediates": _fusion_keeps_intermediates,
+               "fused_writes_intermediates": _fusion_writes_intermediates, "read_per_use": _fusion_per_use,
+               "broadcast_as_full": _fusion_broadcast_as_full, "output_from_first_operand": _fusion_first_operand,
+               "unused_input_read": _fusion_unused_input, "writes_left_out": _fusion_reads_only},
+    "decode": {"window_ignored": _decode_window_ignored, "window_on_every_layer": _decode_window_on_every_layer,
+               "window_longer_than_context": _decode_window_longer, "query_heads": _decode_query_heads,
+               "k_without_v": _decode_k_only, "kv_of_one_sequence": _decode_one_sequence,
+               "one_token_per_step": _decode_one_token_per_step},
     "debug": MISTAKES_COPY,
-    "sweep": _RecordedHere.fromkeys(("call_overhead", "mb_per_s")),
-    "serve": {"gb_not_gib": _serve_gb, "no_compute_roof": _serve_with(compute=False),
-              "weights_only_step": _serve_with(kv_read=False), "round_not_floor": _serve_with(fit=round)},
+    "sweep": _RecordedHere.fromkeys(("reference_called", "call_overhead", "mb_per_s")),
+    "serve": {"gb_not_gib": _serve_gb, "above_compute_roof": _serve_with(compute=False),
+              "weights_only_step": _serve_with(kv_read=False), "round_not_floor": _serve_with(fit=round),
+              "negative_max_batch": _serve_with(floor_at=-math.inf), "batch_not_capped": _serve_uncapped},
 }
 
 
@@ -431,6 +522,13 @@ def _roofline_hidden(rng) -> list:
     tie = {"device": "made-up accelerator", "format": "BF16", "peak": "800 TFLOPS*", "footnote": "* With sparsity",
            "bandwidth": "2 TB/s", "memory": "64 GB"}
     cases.append({"row": tie, "intensity": 200.0})
+    # a star that marks something else than sparsity: the figure is the dense peak
+    peak, bandwidth = rng.randint(100, 2500), round(rng.uniform(0.5, 8), 2)
+    starred = {"device": "made-up accelerator", "format": "FP8", "peak": f"{peak:,} TFLOPS*",
+               "footnote": rng.choice(["* Preliminary specification, subject to change", "* Boost clock",
+                                       "* Measured on a pre-production sample"]),
+               "bandwidth": f"{bandwidth:g} TB/s", "memory": "96 GB"}
+    cases.append({"row": starred, "intensity": round(rng.uniform(10, 1000), 1)})
     return cases
 
 
@@ -451,13 +549,18 @@ def _random_chain(rng) -> dict:
 
 
 def _decode_hidden(rng) -> list:
+    bandwidth = lambda: profiles.get(rng.choice(["a100_sxm_80gb", "mi300x", "b200"])).bandwidth_gbs  # noqa: E731
     cases = [{"model": tasks.model("llama3_8b", 1, 1), "batch": 64, "context": 2048, "bandwidth_gbs": 4800.0},
              {"model": tasks.model("llama3_70b", 1, 2), "batch": rng.randint(2, 64), "context": rng.randint(1, 32768),
-              "bandwidth_gbs": profiles.get(rng.choice(["a100_sxm_80gb", "mi300x", "b200"])).bandwidth_gbs}]
-    for i in range(3):
-        kv_heads = rng.choice([1, 2, 4, 8, 16])
-        model = {"name": f"synthetic_{i}", "params": float(rng.randint(10**8, 10**12)), "layers": rng.randint(4, 120),
+              "bandwidth_gbs": bandwidth()},
+             {"model": tasks.model(rng.choice(["gemma2_9b", "mistral_7b"]), 2, rng.choice([1, 2])),
+              "batch": rng.randint(2, 64), "context": rng.randint(1, 8192), "bandwidth_gbs": bandwidth()}]
+    for i in range(4):
+        kv_heads, layers = rng.choice([1, 2, 4, 8, 16]), rng.randint(4, 120)
+        window = rng.choice([None, 128, 512, 1024, 4096, 8192])
+        model = {"name": f"synthetic_{i}", "params": float(rng.randint(10**8, 10**12)), "layers": layers,
                  "heads": kv_heads * rng.choice([2, 4, 8]), "kv_heads": kv_heads, "head_dim": rng.choice([64, 96, 128, 256]),
+                 "window": window, "local_layers": rng.randint(1, layers) if window else 0,
                  "weight_bytes": rng.choice([1, 2, 4]), "kv_bytes": rng.choice([1, 2])}
         cases.append({"model": model, "batch": rng.randint(2, 256), "context": rng.randint(1, 131072),
                       "bandwidth_gbs": round(rng.uniform(100, 8000), 1)})
@@ -490,7 +593,8 @@ def _serve_hidden(rng) -> list:
             kv_heads = rng.choice([2, 4, 8])
             model = {"name": "synthetic", "params": float(rng.randint(5 * 10**8, 2 * 10**11)),
                      "layers": rng.randint(16, 96), "heads": kv_heads * 8, "kv_heads": kv_heads, "head_dim": 128,
-                     "weight_bytes": BYTES_PER_ELEMENT[dtype], "kv_bytes": rng.choice([1, 2])}
+                     "window": None, "local_layers": 0, "weight_bytes": BYTES_PER_ELEMENT[dtype],
+                     "kv_bytes": rng.choice([1, 2])}
         context = rng.choice([512, 2048, 8192, 32768, 131072])
         plan = _plan(model, row, context)
         if plan["max_batch"] >= 1 and rng.random() < 0.7:  # a target some batch that fits just reaches
@@ -509,6 +613,6 @@ HIDDEN = {
     "fusion": lambda rng: [_random_chain(rng) for _ in range(5)],
     "decode": _decode_hidden,
     "debug": _debug_hidden,
-    "sweep": lambda rng: [{"start_kib": rng.choice([48, 80, 96]), "beyond": rng.choice([6, 10]), "per_octave": 1}],
+    "sweep": lambda rng: [{"start_kib": rng.choice([12, 20, 24]), "beyond": rng.choice([6, 10]), "per_octave": 1}],
     "serve": _serve_hidden,
 }

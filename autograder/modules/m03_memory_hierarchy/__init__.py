@@ -4,7 +4,8 @@ reads per token, capacity in binary units, fusion counted in bytes, and measured
 - ``tasks.py``: the graded tasks of exercise 03.
 - ``simulated.py``: the simulated GPU (deterministic clock) on which task 5 debugs a bandwidth measurement.
 - ``analysis.py``: how a measured sweep is read (plateaus, knee).
-- ``measure.py``: the reference read-bandwidth sweep the referee takes beside the learner's.
-- ``lesson.py``: the lesson's helpers. ``data/models.yaml``: transformer shapes; ``data/datasheets.yaml``: datasheet
-  rows as vendors print them; both with sources.
+- ``measure.py``: the course's read-bandwidth measurement: the lesson's sweep, and the reference the referee takes
+  beside the learner's sweep (task 6 counts the calls made to it from the learner's function).
+- ``lesson.py``: the lesson's helpers. ``data/models.yaml``: transformer shapes (with sliding-window layers);
+  ``data/datasheets.yaml``: datasheet rows as vendors print them; both with sources.
 """

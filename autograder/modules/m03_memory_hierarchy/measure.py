@@ -1,10 +1,13 @@
-"""The reference read-bandwidth sweep the referee measures beside the learner's (task 6): no secret, since a
-measurement task is graded side by side on the learner's own device."""
+"""The course's read-bandwidth measurement: the lesson's sweep (section 9), and the reference the referee measures
+beside the learner's sweep in task 6. No secret, since a measurement task is graded side by side on the learner's
+own device; but task 6 asks for the learner's own measurement, so its check counts the calls made here while the
+learner's function runs (:data:`calls`)."""
 from __future__ import annotations
 
 from typing import Sequence
 
 READ_BYTES_PER_CALL = 64 * 2**20  # each timed call reads at least this much, whatever the working set
+calls = 0  # how many times read_bandwidth_gbs has run in this process
 
 
 def read_bandwidth_gbs(nbytes: int, device: str = "cpu", budget_s: float = 0.2) -> float:
@@ -18,6 +21,8 @@ def read_bandwidth_gbs(nbytes: int, device: str = "cpu", budget_s: float = 0.2) 
 
     from ...harness import time_fn
 
+    global calls
+    calls += 1
     n = max(1, int(nbytes) // 4)
     x = torch.ones(n, device=device)
     reps = max(1, READ_BYTES_PER_CALL // (4 * n))
@@ -27,6 +32,6 @@ def read_bandwidth_gbs(nbytes: int, device: str = "cpu", budget_s: float = 0.2) 
     return reps * n * 4 / timing.median_s / 1e9
 
 
-def bandwidth_sweep(sizes: Sequence[int], device: str = "cpu", budget_s: float = 0.2) -> list[float]:
-    """:func:`read_bandwidth_gbs` for each working-set size, in order."""
+def reference_sweep(sizes: Sequence[int], device: str = "cpu", budget_s: float = 0.2) -> list[float]:
+    """The referee's sweep: :func:`read_bandwidth_gbs` for each working-set size, in order."""
     return [read_bandwidth_gbs(s, device, budget_s) for s in sizes]

@@ -1,19 +1,19 @@
 """Tasks of module 03 (memory hierarchy and roofline).
 
 1 ``intensity`` (warm-up): FLOPs and minimum bytes of rectangular shapes. 2 ``roofline``: the ridge point and
-the attainable FLOP/s of a datasheet row as the vendor prints it (sparse figures, TB/s). 3 ``fusion``: the bytes
-of a chain of element-wise steps, one kernel per step and fused (broadcast operands, a tensor used twice).
-4 ``decode``: the decode bound and the KV cache. 5 ``debug``: a copy-bandwidth measurement with planted bugs, run
-on a simulated GPU (``simulated.py``: deterministic, so the diagnosis never depends on the load). 6 ``sweep``:
-bandwidth per working-set size, graded side by side with the reference sweep (``measure.py``) on its shape and
-where its knee sits. 7 ``serve`` (stretch): the largest batch that fits a datasheet's memory and the smallest that
-reaches a token rate. Exact tasks are graded per key; a wrong key that a known mistake gives is named (the
-references answer each known mistake beside the right answer: ``want["mistakes"]``).
+the attainable FLOP/s of a datasheet row as the vendor prints it (sparse figures, footnotes, TB/s). 3 ``fusion``:
+the bytes of a chain of element-wise steps, one kernel per step and fused (broadcast operands, a tensor used twice).
+4 ``decode``: the decode bound and the KV cache of models with sliding-window layers. 5 ``debug``: a copy-bandwidth
+measurement with planted bugs, run on a simulated GPU (``simulated.py``: deterministic, so the diagnosis never
+depends on the load). 6 ``sweep``: bandwidth per working-set size, graded side by side with the reference sweep
+(``measure.py``) on its small sets, its shape and where its knee sits. 7 ``serve`` (stretch): the largest batch
+that fits a datasheet's memory and the smallest that reaches a token rate. Exact tasks are graded per key; a wrong
+key that a known mistake gives is named (the references answer each known mistake beside the right answer:
+``want["mistakes"]``).
 """
 from __future__ import annotations
 
 import math
-import statistics
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,12 @@ from ...checks import referee
 from ...checks.core import Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
-from . import analysis
-from .measure import bandwidth_sweep
+from . import analysis, measure
 from .simulated import EXAMPLE, SimulatedGPU
 
 REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
 MEASURE_REL = 0.02    # debug: a sound measurement on the simulated GPU is within 2 % of its bandwidth
+BUFFER_TIMES_CACHE = 4  # debug: each buffer at least this many times the cache the device reports (the task's rule)
 SPEED_RATIO = 1.2     # sweep: in-cache sets at least this much faster than sets beyond the cache
 KNEE_FACTOR = 16      # sweep: knee within LLC/16 .. 16 x LLC
 
@@ -88,14 +88,14 @@ def _show(value: Any) -> str:
 
 
 def _mistake(found: dict, want: dict, key: str) -> str | None:
-    """The known mistake whose answer gives ``found[key]`` where the right answer does not (the one that agrees with
-    ``found`` on most keys)."""
-    best = None
+    """The known mistake whose answer gives ``found[key]`` where the right answer does not: the one that agrees with
+    ``found`` on most keys. None when two mistakes fit equally well (naming either could misdiagnose)."""
+    fits = []
     for name, answer in (want.get("mistakes") or {}).items():
         if key in answer and _same(found.get(key), answer[key]) and not _same(answer[key], want[key]):
-            agree = sum(_same(found.get(k), answer.get(k)) for k in answer)
-            best = max(best or (agree, name), (agree, name))
-    return best[1] if best else None
+            fits.append((sum(_same(found.get(k), answer.get(k)) for k in answer), name))
+    best = [name for agree, name in fits if agree == max(fits)[0]] if fits else []
+    return best[0] if len(best) == 1 else None
 
 
 def _exact_parts(case_text: str, want: dict, found: dict, keys: tuple[str, ...], weight: float = 1.0) -> list[Part]:
@@ -141,8 +141,9 @@ def _roofline_visible() -> list:
     rows = datasheets()
     return [{"row": rows["h100_sxm"], "intensity": 100.0},
             {"row": rows["a100_sxm_80gb"], "intensity": 1000.0},
-            {"row": {"device": "made-up accelerator", "format": "BF16", "peak": "300 TFLOPS", "footnote": "",
-                     "bandwidth": "1.5 TB/s", "memory": "32 GB"}, "intensity": 200.0}]
+            {"row": {"device": "made-up accelerator", "format": "BF16", "peak": "300 TFLOPS*",
+                     "footnote": "* Preliminary specification, subject to change", "bandwidth": "1.5 TB/s",
+                     "memory": "32 GB"}, "intensity": 200.0}]
 
 
 def _roofline_answer(fn, case) -> dict:
@@ -162,11 +163,12 @@ def _fusion_visible() -> list:
     return [
         {"name": "silu: x * sigmoid(x)", "steps": [["s", "sigmoid", ["x"]], ["y", "mul", ["x", "s"]]],
          "sizes": {"x": rows * cols}, "bytes_per_element": 2},
-        {"name": "gelu(x + bias) + residual",
-         "steps": [["h", "add", ["x", "bias"]], ["a", "gelu", ["h"]], ["y", "add", ["a", "res"]]],
+        {"name": "gelu(bias + x) + residual",
+         "steps": [["h", "add", ["bias", "x"]], ["a", "gelu", ["h"]], ["y", "add", ["a", "res"]]],
          "sizes": {"x": rows * cols, "bias": cols, "res": rows * cols}, "bytes_per_element": 2},
-        {"name": "(0.5 x)^2 + 1", "steps": [["t", "mul", ["x", 0.5]], ["u", "mul", ["t", "t"]], ["y", "add", ["u", 1.0]]],
-         "sizes": {"x": rows * cols}, "bytes_per_element": 4},
+        {"name": "(0.5 x)^2 + 1, mask unused",
+         "steps": [["t", "mul", ["x", 0.5]], ["u", "mul", ["t", "t"]], ["y", "add", ["u", 1.0]]],
+         "sizes": {"x": rows * cols, "mask": rows * cols}, "bytes_per_element": 4},
     ]
 
 
@@ -186,17 +188,22 @@ def models() -> dict:
     return read_yaml(Path(__file__).resolve().parent / "data" / "models.yaml")
 
 
+MODEL_KEYS = ("params", "layers", "heads", "kv_heads", "head_dim", "window", "local_layers")
+
+
 def model(name: str, weight_bytes: int, kv_bytes: int) -> dict:
-    """A model of ``data/models.yaml`` as a task passes it: its shape, and bytes per weight and per KV element."""
+    """A model of ``data/models.yaml`` as a task passes it: its shape (with its sliding-window layers), and bytes per
+    weight and per KV element."""
     m = models()[name]
-    return {"name": name, **{k: m[k] for k in ("params", "layers", "heads", "kv_heads", "head_dim")},
-            "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
+    return {"name": name, **{k: m.get(k) for k in MODEL_KEYS}, "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
 
 
 def _decode_visible() -> list:
     from ...profiles import get
     return [
         {"model": model("llama3_8b", 2, 2), "batch": 16, "context": 2048, "bandwidth_gbs": get("a100_sxm_80gb").bandwidth_gbs},
+        {"model": model("gemma2_9b", 2, 2), "batch": 16, "context": 8192, "bandwidth_gbs": get("h100_sxm").bandwidth_gbs},
+        {"model": model("mistral_7b", 2, 2), "batch": 32, "context": 2048, "bandwidth_gbs": get("mi300x").bandwidth_gbs},
         {"model": model("llama3_70b", 1, 2), "batch": 32, "context": 8192, "bandwidth_gbs": get("mi300x").bandwidth_gbs},
     ]
 
@@ -222,13 +229,15 @@ def _debug_answer(fn, case) -> dict:
     return {"gbs": _number(fn(dev)), "report": dev.report()}
 
 
-def _debug_mistake(ratio: float, report: dict, cache_bytes: int) -> str | None:
+def _debug_mistake(ratio: float, report: dict, device: dict) -> str | None:
     """The bug a wrong measurement on the simulated GPU shows: first what it did there (a clock read while copies ran,
-    buffers that fit in the cache together, a first copy timed), then the factor it is off by, then short samples."""
+    buffers that fit in the cache together: the cache was timed, or the launches where a copy runs quicker than it is
+    launched; a first copy timed), then the factor it is off by, then short samples."""
+    pair = 2 * report["largest_copy_bytes"]
     if report["clock_reads_while_busy"]:
         return "no_synchronize"
-    if 2 * report["largest_copy_bytes"] <= cache_bytes:
-        return "fits_in_cache"
+    if pair <= device["cache_mib"] * 2**20:
+        return "launch_bound" if pair / (device["cache_gbs"] * 1e9) < device["launch_us"] * 1e-6 else "fits_in_cache"
     if report["timed_mapping"]:
         return "no_warm_up"
     if 0.43 <= ratio <= 0.53:  # half (and half of GiB/s: 0.47), from a sound sample or a slightly short one
@@ -247,9 +256,14 @@ def _debug_score(case, answer, want) -> list[Part]:
     if not _positive(found):
         return [Part(False, _m("need_number", what="GB/s", found=found), label=label)]
     text = _m("debug_what", device=device["name"], found=found, expected=truth)
+    cache = int(device["cache_mib"] * 2**20)
     if close(found, truth, rel=MEASURE_REL):
+        if report.get("largest_copy_bytes", 0) < BUFFER_TIMES_CACHE * cache:  # right here, by luck: the rule is 4x
+            return [Part(False, text + _m("mistake.buffer_under_4x", need=_size_text(BUFFER_TIMES_CACHE * cache),
+                                          found=_size_text(report.get("largest_copy_bytes"))),
+                         mistake="buffer_under_4x", label=label)]
         return [Part(True, text, label=label)]
-    name = _debug_mistake(found / truth, report, int(device["cache_mib"] * 2**20))
+    name = _debug_mistake(found / truth, report, device)
     return [Part(False, text + _m(f"mistake.{name}") if name else text, mistake=name, label=label)]
 
 
@@ -287,14 +301,16 @@ def _size_text(nbytes: float | None) -> str:
 
 
 # ---------------------------------------------------------------- 6. working-set sweep
-SWEEP_BUDGET_S = 0.25
-UNKNOWN_LLC_SMALL = 1 * 2**20
-UNKNOWN_LLC_LARGE = 1 * 2**30
-SWEEP_MAX_BYTES = 2**30  # the largest working set of a graded sweep (memory limits of the grader)
-UNIT_SLIP = 500          # a sweep this many times the reference reports MB/s, not GB/s
+SWEEP_BUDGET_S = 0.05     # seconds per size: 3 rounds x (the learner's sweep + the reference's) stay within ~10 s
+LLC_CAP = 16 * 2**20      # the sweep judges against the last-level cache, at most this (so it ends by 256 MiB)
+SMALL_SETS = 2            # the smallest sets: a read of one of them takes well under a microsecond
+SMALL_RATIO = 0.25        # ... they must reach this share of the reference, which re-reads them within one call
+                          # (read once per call: 0.08x on a 2-core test machine; the reference against itself:
+                          # 0.55x-2.4x there with two busy loops beside it)
+UNIT_SLIP = 500           # a sweep this many times the reference reports MB/s, not GB/s
 
 
-def sweep_sizes(llc_bytes: int, start: int = 64 * 1024, beyond: float = 8.0, per_octave: int = 1) -> list[int]:
+def sweep_sizes(llc_bytes: int, start: int = 16 * 1024, beyond: float = 8.0, per_octave: int = 1) -> list[int]:
     """Working-set sizes from ``start`` up to the first at or past ``beyond`` x the last-level cache,
     ``per_octave`` per doubling."""
     stop = beyond * llc_bytes
@@ -318,54 +334,75 @@ def cache_levels(device: str) -> list[int]:
 
 
 def _sweep_visible() -> list:
-    return [{"start_kib": 64, "beyond": 8, "per_octave": 1}]
+    return [{"start_kib": 16, "beyond": 8, "per_octave": 1}]
 
 
 def _sweep_plan(case) -> tuple[str, int | None, list[int]]:
     """(device, the cache size the sweep is judged against or None, working-set sizes) for a case, here.
 
-    A last-level cache too large to sweep past within ``SWEEP_MAX_BYTES`` (a server CPU's
-    L3 shared by many cores, of which a small VM sees a part) is judged at the size that fits.
+    The judged cache is the last-level cache the device reports, at most ``LLC_CAP``: a server CPU reports an L3
+    of hundreds of MiB shared by all its cores, and the sweep must reach well beyond the size it is judged against.
     """
     device = _device()
-    llc = last_level_cache(device)
-    if llc:
-        llc = min(llc, SWEEP_MAX_BYTES // (2 * case["beyond"]))
-        return device, llc, sweep_sizes(llc, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
-    return device, None, sweep_sizes(UNKNOWN_LLC_LARGE // 8, UNKNOWN_LLC_SMALL, 8, 1)  # unknown cache: 1 MiB .. 1 GiB
+    reported = last_level_cache(device)
+    llc = min(reported, LLC_CAP) if reported else None
+    return device, llc, sweep_sizes(llc or LLC_CAP, case["start_kib"] * 1024, case["beyond"], case["per_octave"])
 
 
 def _sweep_answer(fn, case) -> dict:
     device, llc, sizes = _sweep_plan(case)
+    before = measure.calls
     result = fn(list(sizes), device, SWEEP_BUDGET_S)
+    called = measure.calls - before  # the course's own measurement, run by the learner's function
     try:
         values = [_number(v) for v in result]
     except TypeError:
         values = repr(result)[:200]
-    return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values}
+    return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values, "reference_calls": called}
 
 
 def _sweep_reference(case, answer) -> dict:
     device, _, sizes = _sweep_plan(case)
-    return {"gbs": bandwidth_sweep(sizes, device, SWEEP_BUDGET_S)}
+    return {"gbs": measure.reference_sweep(sizes, device, SWEEP_BUDGET_S)}
 
 
 def _geomean(values) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _faster(fast: float, slow: float, weight: float) -> Part:
-    """In-cache sets must be faster than the others; when they are not, the call overhead hid the cache."""
+def _fastest(sweeps: list, n: int) -> list[float] | None:
+    """Each size's fastest value over ``sweeps`` (lists of ``n`` GB/s): load only ever slows a measurement down, so the
+    fastest round is the one least disturbed. None when no sweep is a list of ``n`` positive numbers."""
+    sweeps = [g for g in sweeps if isinstance(g, list) and len(g) == n and all(_positive(v) for v in g)]
+    return [max(column) for column in zip(*sweeps)] if sweeps else None
+
+
+def _small_sets(answer, sizes: list[int]) -> Part:
+    """The smallest sets against the reference at the same sizes (each side's fastest round per size): read once per
+    call, they time the call, not the cache."""
+    mine = _fastest([r.get("gbs") for r in referee.rounds(answer)], len(sizes))
+    theirs = _fastest([ref.get("gbs") for ref in referee.observed(answer).get("reference") or []
+                       if isinstance(ref, dict)], len(sizes))
+    ratio = _geomean([a / b for a, b in zip(mine[:SMALL_SETS], theirs[:SMALL_SETS])]) if mine and theirs else 0.0
+    label = _m("label.small_sets", ratio=SMALL_RATIO)
+    text = _m("sweep_small", sizes=", ".join(map(_size_text, sizes[:SMALL_SETS])), found=ratio, need=SMALL_RATIO)
+    if ratio >= SMALL_RATIO:
+        return Part(True, text, label=label)
+    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label)
+
+
+def _faster(fast: float, slow: float) -> Part:
+    """In-cache sets must be faster than the others."""
     text = _m("sweep_not_faster", fast=fast, slow=slow, ratio=SPEED_RATIO)
-    if fast >= SPEED_RATIO * slow:
-        return Part(True, text, weight)
-    return Part(False, text + _m("mistake.call_overhead"), weight, mistake="call_overhead")
+    return Part(fast >= SPEED_RATIO * slow, text, label=_m("label.faster", ratio=SPEED_RATIO))
 
 
 def _sweep_score(case, answer, want) -> list[Part]:
     from ...expectations import side_by_side
     device, llc, sizes = _sweep_plan(case)
     rounds = referee.rounds(answer)
+    if any(r.get("reference_calls") for r in rounds if isinstance(r, dict)):
+        return [Part(False, _m("mistake.reference_called"), mistake="reference_called")]
     lists = [r.get("gbs") for r in rounds]
     bad = next((g for g in lists if not isinstance(g, list) or len(g) != len(sizes)), None) if lists else "-"
     if bad is not None:
@@ -376,29 +413,29 @@ def _sweep_score(case, answer, want) -> list[Part]:
     what = _m("sweep_what", device=device, n=len(sizes))
     mine, theirs = (lambda r: _geomean(r["gbs"])), (lambda ref: _geomean(ref["gbs"]))
     measured, parts = side_by_side("sweep", answer, what, mine, theirs,
-                                   lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2)
+                                   lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2,
+                                   too_slow=_m("sweep_below"))
     if not measured:
         return parts
     ratio = referee.median_ratio(answer, mine, theirs)
     if ratio and ratio[0] >= UNIT_SLIP:
         parts.append(Part(False, _m("mistake.mb_per_s", ratio=ratio[0]), weight=0, mistake="mb_per_s"))
-    gbs = [statistics.median(column) for column in zip(*lists)]  # each size: the median of the rounds
-    a = analysis
-    if not llc:
-        fast = a.median([g for s, g in zip(sizes, gbs) if s <= 4 * UNKNOWN_LLC_SMALL]) or 0.0
-        slow = a.median([g for s, g in zip(sizes, gbs) if s >= UNKNOWN_LLC_LARGE / 2]) or 0.0
-        parts.append(_faster(fast, slow, weight=2))
-        return parts + [Part(False, _m("sweep_llc_unknown", device=device), weight=0)]
-    fast, slow = a.sweep_plateaus(sizes, gbs, llc)
+    parts.append(_small_sets(answer, sizes))
+    gbs = _fastest(lists, len(sizes))
+    fast, slow = analysis.sweep_plateaus(sizes, gbs, llc or LLC_CAP)
     if fast is None or slow is None:
-        return parts + [Part(False, _m("sweep_no_plateau", llc=_size_text(llc)), weight=2)]
-    parts.append(_faster(fast, slow, weight=1))
-    knee = a.sweep_knee(sizes, gbs, llc)
+        return parts + [Part(False, _m("sweep_no_plateau", llc=_size_text(llc or LLC_CAP)), weight=2)]
+    parts.append(_faster(fast, slow))
+    if not llc:
+        return parts + [Part(False, _m("sweep_llc_unknown", device=device, llc=_size_text(LLC_CAP)), weight=0)]
+    knee = analysis.sweep_knee(sizes, gbs, llc)
+    label = _m("label.knee", factor=KNEE_FACTOR)
     if knee is None:
-        return parts + [Part(False, _m("sweep_no_knee"))]
+        return parts + [Part(False, _m("sweep_no_knee"), label=label)]
     levels = cache_levels(device) or [llc]
     ok = any(c / KNEE_FACTOR <= knee <= KNEE_FACTOR * c for c in levels)
-    return parts + [Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=", ".join(map(_size_text, levels))))]
+    return parts + [Part(ok, _m("sweep_knee_far", knee=_size_text(knee), llc=", ".join(map(_size_text, levels))),
+                         label=label)]
 
 
 # ---------------------------------------------------------------- 7. serving: batch within memory and a token rate
@@ -408,6 +445,8 @@ def _serve_visible() -> list:
         {"model": model("llama3_70b", 2, 2), "row": rows["h200_sxm"], "context": 8192, "target_tokens_per_s": 60.0},
         {"model": model("llama3_8b", 2, 2), "row": rows["h100_sxm"], "context": 128, "target_tokens_per_s": 65000.0},
         {"model": model("llama3_8b", 2, 2), "row": rows["a100_sxm_80gb"], "context": 32768, "target_tokens_per_s": 300.0},
+        {"model": model("llama3_8b", 2, 2), "row": rows["a100_sxm_80gb"], "context": 32768, "target_tokens_per_s": 420.0},
+        {"model": model("llama3_70b", 2, 2), "row": rows["h100_sxm"], "context": 4096, "target_tokens_per_s": 10.0},
     ]
 
 
@@ -429,20 +468,26 @@ TASKS = {
                       mistakes=("output_not_counted", "fma_as_one_flop", "elements_not_bytes")),
     "roofline": Task(title=_m("title.roofline"), answer=_roofline_answer, score=_roofline_score,
                      visible=_roofline_visible, kind="transfer", level="core",
-                     mistakes=("sparse_as_dense", "tb_as_gb", "above_the_roof", "tie_is_memory")),
+                     mistakes=("sparse_as_dense", "star_without_footnote", "tb_as_gb", "above_the_roof",
+                               "tie_is_memory")),
     "fusion": Task(title=_m("title.fusion"), answer=_fusion_answer, score=_fusion_score, visible=_fusion_visible,
                    kind="transfer", level="core",
-                   mistakes=("fused_keeps_intermediates", "read_per_use", "broadcast_as_full", "writes_left_out")),
+                   mistakes=("fused_keeps_intermediates", "fused_writes_intermediates", "read_per_use",
+                             "broadcast_as_full", "output_from_first_operand", "unused_input_read",
+                             "writes_left_out")),
     "decode": Task(title=_m("title.decode"), answer=_decode_answer, score=_decode_score, visible=_decode_visible,
-                   kind="recall", level="core",
-                   mistakes=("query_heads", "k_without_v", "kv_of_one_sequence", "one_token_per_step")),
+                   kind="transfer", level="core",
+                   mistakes=("window_ignored", "window_on_every_layer", "window_longer_than_context", "query_heads",
+                             "k_without_v", "kv_of_one_sequence", "one_token_per_step")),
     "debug": Task(title=_m("title.debug"), answer=_debug_answer, score=_debug_score, visible=_debug_visible,
                   kind="transfer", level="core",
-                  mistakes=("no_synchronize", "no_warm_up", "fits_in_cache", "short_sample", "reads_only", "gib")),
+                  mistakes=("no_synchronize", "no_warm_up", "fits_in_cache", "launch_bound", "buffer_under_4x",
+                            "short_sample", "reads_only", "gib")),
     "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
                   measurement=True, reference=_sweep_reference, rounds=3, kind="recall", level="core",
-                  mistakes=("call_overhead", "mb_per_s")),
+                  mistakes=("reference_called", "call_overhead", "mb_per_s")),
     "serve": Task(title=_m("title.serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
                   kind="transfer", level="stretch",
-                  mistakes=("gb_not_gib", "no_compute_roof", "weights_only_step", "round_not_floor")),
+                  mistakes=("gb_not_gib", "above_compute_roof", "weights_only_step", "round_not_floor",
+                            "negative_max_batch", "batch_not_capped")),
 }

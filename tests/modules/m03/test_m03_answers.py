@@ -106,6 +106,28 @@ def test_llama3_8b_kv_cache_per_token():
     assert out["step_s"] * out["tokens_per_s"] == pytest.approx(1.0)
 
 
+def test_sliding_window_layers_keep_the_last_window_tokens_only():
+    """Gemma 2 9B: 21 of 42 layers keep 4096 tokens, the other 21 the whole context; Mistral 7B: all 32 keep 4096."""
+    gemma, mistral = checks_m03.model("gemma2_9b", 2, 2), checks_m03.model("mistral_7b", 2, 2)
+    per_token_layer = 2 * 8 * 256 * 2  # K and V, 8 KV heads, head_dim 256, bf16
+    assert m03.kv_bytes_per_sequence(gemma, 8192) == per_token_layer * (21 * 8192 + 21 * 4096)
+    assert m03.kv_bytes_per_sequence(gemma, 1000) == per_token_layer * 42 * 1000  # shorter than the window
+    assert m03.kv_bytes_per_sequence(mistral, 32768) == m03.kv_cache_bytes(mistral, 1, 4096)  # a rolling buffer
+    llama = checks_m03.model("llama3_8b", 2, 2)
+    assert m03.kv_bytes_per_sequence(llama, 5000) == m03.kv_cache_bytes(llama, 1, 5000)
+    out = m03.decode_bound(gemma, 16, 8192, 3350)
+    assert out["kv_cache_bytes"] == 16 * per_token_layer * 21 * 12288
+
+
+def test_model_parameters_follow_from_their_shapes():
+    """params of the windowed models: Gemma 2 9B from the paper's non-embedding count, Mistral 7B from Table 1."""
+    gemma = 42 * (3584 * 4096 * 2 + 3584 * 2048 * 2 + 3 * 3584 * 14336 + 4 * 3584) + 3584 + 256000 * 3584
+    assert gemma - 256000 * 3584 == 8_324_201_984
+    mistral = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336 + 2 * 4096) + 4096 + 2 * 32000 * 4096
+    assert checks_m03.models()["gemma2_9b"]["params"] == pytest.approx(gemma, rel=1e-4)
+    assert checks_m03.models()["mistral_7b"]["params"] == pytest.approx(mistral, rel=1e-4)
+
+
 def test_serving_70b_on_an_h200_leaves_ten_billion_bytes():
     """The lesson's numbers: 141 GiB less 141.1 x 10^9 bytes of bf16 weights; 320 KiB of KV per token."""
     rows, model = checks_m03.datasheets(), checks_m03.model("llama3_70b", 2, 2)
@@ -197,7 +219,7 @@ def test_the_simulated_gpu_refuses_what_a_gpu_refuses():
 def test_sweep_knee_and_plateaus():
     llc = 32 * 2**20
     sizes = checks_m03.sweep_sizes(llc)
-    assert sizes[0] == 64 * 1024 and sizes[-1] == 8 * llc and sizes == sorted(set(sizes))
+    assert sizes[0] == 16 * 1024 and sizes[-1] == 8 * llc and sizes == sorted(set(sizes))
     stepped = [100.0 if s <= llc / 4 else 20.0 for s in sizes]
     assert analysis.sweep_plateaus(sizes, stepped, llc) == (100.0, 20.0)
     assert analysis.sweep_knee(sizes, stepped, llc) == llc / 4
