@@ -22,8 +22,9 @@ from autograder import llm
 from autograder.checks.core import Recorded
 from autograder.fakes.nvml import GPU_CATALOGUE
 from autograder.i18n import msg
-from autograder.modules.m06_choosing_hardware.lesson import mfu_peak, mlp_step
-from autograder.modules.m06_choosing_hardware.tasks import ERROR, TASKS, gpu_case, inventory_fakes
+from autograder.modules.m06_choosing_hardware.lesson import mfu_peak
+from autograder.modules.m06_choosing_hardware.tasks import (ERROR, STEP_BUDGET_S, TASKS, gpu_case, inventory_fakes,
+                                                             rows_as_data)
 from autograder.modules.m06_choosing_hardware.tasks import _smi_answer as smi_answer
 from autograder.profiles import all_of, get as get_profile
 
@@ -242,7 +243,7 @@ UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "power.draw": "W", "clock
 
 def make_smi_log(rng, cause: str = "healthy", rows: int = 80, units: bool = True, event_name: bool = False,
                  shuffle: bool = False, na: bool = False, max_clock: int = 1980, power_limit: float = 700.0,
-                 memory_mib: float = 80_000, start: str = "2026/03/14 09:12:01") -> str:
+                 memory_mib: float = 80_000, start: str = "2026/03/14 09:12:01", both_thermal: bool = False) -> str:
     """A synthetic ``nvidia-smi --query-gpu=... --format=csv -l 1`` log of a training run with one ``cause``.
 
     Idle at both ends (GpuIdle, low clock), training between. The cause marks 30-45% of the
@@ -253,7 +254,8 @@ def make_smi_log(rng, cause: str = "healthy", rows: int = 80, units: bool = True
     100% at near-idle power: a kernel spins). Any log may carry up to two stray samples (a
     power-cap blip, a short dip in utilization). ``units=False`` imitates ``--format=csv,nounits``,
     ``event_name`` the newer ``clocks_event_reasons.active`` header, ``shuffle`` another column
-    order, ``na`` some '[N/A]' values.
+    order, ``na`` some '[N/A]' values; ``both_thermal``: every thermal sample has both thermal bits (0x60),
+    else about half of them.
     """
     t0 = _dt.datetime.strptime(start, "%Y/%m/%d %H:%M:%S")
     names = list(LOG_COLUMNS)
@@ -294,7 +296,9 @@ def make_smi_log(rng, cause: str = "healthy", rows: int = 80, units: bool = True
                     reasons, power = REASON_BITS["power"], power_limit - rng.uniform(0, 2)
                     clock = max_clock - rng.choice([90, 135, 180, 240])
                 elif cause == "thermal":
-                    reasons = REASON_BITS["thermal"] | rng.choice([0, REASON_BITS["hw_thermal"]])
+                    hw = rng.choice([0, REASON_BITS["hw_thermal"]])  # drawn either way: the same seed, the same log
+                    hw = REASON_BITS["hw_thermal"] if both_thermal else hw
+                    reasons = REASON_BITS["thermal"] | hw
                     temp, clock = rng.uniform(86, 90), max_clock - rng.choice([270, 330, 390])
                 elif cause == "input":
                     util, power = rng.randint(15, 60), power_limit * rng.uniform(0.3, 0.5)
@@ -333,7 +337,7 @@ VISIBLE_LOGS = {
     "gpu_log_a.csv": (61, "input", (1980, 700.0, 80_000), dict(rows=90, na=True)),
     "gpu_log_b.csv": (62, "healthy", (1410, 400.0, 80_000), dict(rows=60, units=False, shuffle=True)),
     "gpu_log_c.csv": (63, "hung", (1980, 700.0, 80_000), dict(rows=100, event_name=True)),
-    "gpu_log_d.csv": (64, "thermal", (2040, 72.0, 23_000), dict(rows=80, shuffle=True, na=True)),
+    "gpu_log_d.csv": (64, "thermal", (2040, 72.0, 23_000), dict(rows=80, shuffle=True, na=True, both_thermal=True)),
     "gpu_log_e.csv": (65, "power", (2520, 450.0, 24_000), dict(rows=70, event_name=True, units=False)),
 }
 
@@ -398,10 +402,12 @@ def step_flops(dims: list[int], batch: int, frozen: int = 0) -> float:
     return sum(layers) + sum(layers[frozen:]) + sum(layers[frozen + 1:])
 
 
-def step_utilization(device: str, dims: list[int], batch: int, frozen: int, budget_s: float = 1.0) -> dict:
-    """Time one SGD step of a bias-free ReLU MLP with frozen leading layers; its FLOPs, peak and share of the peak."""
+def step_utilization(make_step, device: str, dims: list[int], batch: int, frozen: int,
+                     budget_s: float = STEP_BUDGET_S) -> dict:
+    """Time one SGD step of a bias-free ReLU MLP with frozen leading layers (built by ``make_step``, as
+    :func:`mlp_step`); its FLOPs, the peak and the share of the peak the step uses."""
     from autograder.harness import time_fn
-    seconds = time_fn(mlp_step(dims, batch, device, frozen), device=device, budget_s=budget_s).median_s
+    seconds = time_fn(make_step(dims, batch, device, frozen), device=device, budget_s=budget_s).median_s
     flops = step_flops(dims, batch, frozen)
     peak = mfu_peak(device)
     return {"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
@@ -418,6 +424,11 @@ def mfu(flops: float, seconds: float, peak_tflops: float, devices: int = 1) -> f
 def _cost_two_nd(params, tokens, gpus, profile_id, mfu_, price):
     r = training_cost(params, tokens, gpus, profile_id, mfu_, price)
     return {k: v / 3 for k, v in r.items()}
+
+
+def _cost_days_not_hours(params, tokens, gpus, profile_id, mfu_, price):
+    r = training_cost(params, tokens, gpus, profile_id, mfu_, price)  # seconds / 86400, as the lesson's days
+    return dict(r, hours=r["hours"] / 24, gpu_hours=r["gpu_hours"] / 24, cost=r["cost"] / 24)
 
 
 def _cost_per_gpu(params, tokens, gpus, profile_id, mfu_, price):
@@ -446,6 +457,18 @@ def _claim_days_as_hours(claim):
     if claim["unit"] != "days":
         return implied_mfu(claim)
     return _claim_with(claim, claim["claimed"] * claim["gpus"])
+
+
+def _claim_days_without_gpus(claim):
+    if claim["unit"] != "days":
+        return implied_mfu(claim)
+    return _claim_with(claim, claim["claimed"] * 24.0)
+
+
+def _claim_usd_times_price(claim):
+    if claim["unit"] != "usd":
+        return implied_mfu(claim)
+    return _claim_with(claim, claim["claimed"] * claim["price_per_gpu_hour"])
 
 
 def _claim_gpu_hours_as_wall(claim):
@@ -500,6 +523,12 @@ def _deploy_gb_for_gib(model, context, target, offers):
     return _deploy(model, context, target, offers, lambda o: replica_batch(model, context, o, target, gib=1e9))
 
 
+def _deploy_one_gpu(model, context, target, offers):
+    """Memory and bandwidth of one GPU for the whole instance (the price is still the instance's)."""
+    alone = [dict(o, gpus=1) for o in offers]
+    return _deploy(model, context, target, alone, lambda o: replica_batch(model, context, o, target))
+
+
 def _deploy_no_latency(model, context, target, offers):
     return _deploy(model, context, target, offers,
                    lambda o: replica_batch(model, context, o, dict(target, ms_per_token=math.inf)))
@@ -514,18 +543,24 @@ def _deploy_round(model, context, target, offers):
                    replicas_of=lambda x: max(1, round(x)))
 
 
-def _wrong_summary(path, idle_throttles=False, trust_utilization=False, miss_stalls=False):
+def _wrong_summary(path, idle_throttles=False, trust_utilization=False, miss_stalls=False, bits_equal=False):
+    """The reference's summary with one rule of the diagnosis left out (``bits_equal``: the reasons compared with
+    single bit values, ``bits in (0x20, 0x40, 0x8)``, instead of tested with ``&``: 0x60 is missed)."""
     rows = read_log(Path(path).read_text(encoding="utf-8"))
     top_clock = max(r["clock"] for r in rows if r["clock"] is not None)
     top_power = max(r["power"] for r in rows if r["power"] is not None)
     counts = dict.fromkeys(("thermal", "power", "input", "hung"), 0)
     considered = rows if idle_throttles else [r for r in rows if not r["bits"] & IDLE_BIT]
+    power_bits = POWER_BITS | (IDLE_BIT if idle_throttles else 0)
+    if bits_equal:
+        thermal, power = (lambda bits: bits in (0x20, 0x40, 0x8)), (lambda bits: bits in (0x4, 0x80))
+    else:
+        thermal, power = (lambda bits: bits & THERMAL_BITS), (lambda bits: bits & power_bits)
     for r in considered:
         slow = r["clock"] is not None and r["clock"] < top_clock
-        power_bits = POWER_BITS | (IDLE_BIT if idle_throttles else 0)
-        if r["bits"] & THERMAL_BITS and slow:
+        if thermal(r["bits"]) and slow:
             counts["thermal"] += 1
-        elif r["bits"] & power_bits and slow:
+        elif power(r["bits"]) and slow:
             counts["power"] += 1
         elif not miss_stalls and r["util"] is not None and r["util"] < 80 and not r["bits"] & SLOWDOWN_BITS:
             counts["input"] += 1
@@ -538,6 +573,20 @@ def _wrong_summary(path, idle_throttles=False, trust_utilization=False, miss_sta
     return {"samples": len(rows), "mean_utilization": sum(utils) / len(utils),
             "peak_memory_mib": max(r["memory"] for r in rows if r["memory"] is not None),
             "cause": cause if cause == "hung" or shares[cause] >= 0.1 else "healthy"}
+
+
+def _smi_na_rows_dropped(path):
+    """Counts only the rows without an '[N/A]' value as samples."""
+    text = Path(path).read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines()[1:] if line.strip()]
+    return dict(summarize_smi_text(text), samples=sum("[N/A]" not in line for line in lines))
+
+
+def _smi_busy_mean(path):
+    """The mean utilization of the busy rows only (GpuIdle rows left out)."""
+    text = Path(path).read_text(encoding="utf-8")
+    utils = [r["util"] for r in read_log(text) if r["util"] is not None and not r["bits"] & IDLE_BIT]
+    return dict(summarize_smi_text(text), mean_utilization=sum(utils) / len(utils))
 
 
 def _smi_fixed_columns(path):
@@ -561,8 +610,8 @@ def _smi_na_as_zero(path):
 
 
 def _inventory_without(pynvml_module, torch_module, shutdown_on_error=True, fallback=True, gib=GIB,
-                       shutdown_always=False):
-    rows = None
+                       shutdown_always=False, decode=True):
+    rows, name_of = None, _text if decode else (lambda name: name)
     if pynvml_module is not None:
         started = True
         try:
@@ -571,7 +620,7 @@ def _inventory_without(pynvml_module, torch_module, shutdown_on_error=True, fall
             started = False
         if started:
             try:
-                rows = [{"index": i, "name": _text(pynvml_module.nvmlDeviceGetName(i)),
+                rows = [{"index": i, "name": name_of(pynvml_module.nvmlDeviceGetName(i)),
                          "memory_gib": pynvml_module.nvmlDeviceGetMemoryInfo(pynvml_module.nvmlDeviceGetHandleByIndex(i)).total / gib,
                          "compute_capability": "{}.{}".format(*pynvml_module.nvmlDeviceGetCudaComputeCapability(i)),
                          "source": "nvml"} for i in range(pynvml_module.nvmlDeviceGetCount())]
@@ -606,37 +655,45 @@ def _flops_if(dims, batch, frozen, how):
 
 
 def _recorded_step(seconds_ratio: float = 1.0, flops: str | None = None, percent: bool = False,
-                   peak: float | None = None) -> Recorded:
-    """A measured answer for the visible MFU case as the grader would record it (5 rounds, reference 20 ms)."""
-    case, ref = TASKS["mfu"].visible()[0], 0.02
+                   peak: float | None = None, calls: int = 12) -> Recorded:
+    """A measured answer for the visible MFU case as the grader would record it (3 rounds, reference 20 ms;
+    ``calls``: how often the step built in each round was called)."""
+    case, ref, rounds = TASKS["mfu"].visible()[0], 0.02, TASKS["mfu"].rounds
     count = step_flops(case["dims"], case["batch"], case["frozen"]) if flops is None else _flops_if(
         case["dims"], case["batch"], case["frozen"], flops)
     seconds = ref * seconds_ratio
     peak_tflops = count / ref / 1e12 / 0.5 if peak is None else peak  # a device at which the step reaches 50%
     answer = {"flops_per_step": count, "seconds_per_step": seconds, "peak_tflops": peak_tflops,
-              "utilization": count / seconds / (peak_tflops * 1e12) * (100 if percent else 1)}
-    return Recorded({"rounds": [answer] * 5, "observed": {"walls": [1.0] * 5, "reference": [{"seconds": ref}] * 5}})
+              "utilization": count / seconds / (peak_tflops * 1e12) * (100 if percent else 1), "calls": [calls]}
+    return Recorded({"rounds": [answer] * rounds,
+                     "observed": {"walls": [1.0] * rounds, "reference": [{"seconds": ref}] * rounds}})
 
 
 MISTAKES = {
-    "cost": {"two_nd": _cost_two_nd, "cost_per_gpu": _cost_per_gpu, "mfu_percent": _cost_mfu_percent},
-    "claim": {"two_nd": _claim_two_nd, "days_as_hours": _claim_days_as_hours,
-              "gpu_hours_as_wall": _claim_gpu_hours_as_wall, "percent": _claim_percent},
+    "cost": {"two_nd": _cost_two_nd, "days_not_hours": _cost_days_not_hours, "cost_per_gpu": _cost_per_gpu,
+             "mfu_percent": _cost_mfu_percent},
+    "claim": {"two_nd": _claim_two_nd, "days_as_hours": _claim_days_as_hours, "days_without_gpus": _claim_days_without_gpus,
+              "gpu_hours_as_wall": _claim_gpu_hours_as_wall, "usd_times_price": _claim_usd_times_price,
+              "percent": _claim_percent},
     "serve": {"gb_for_gib": _serve_gb_for_gib, "keys_only": _serve_keys_only, "round_gpus": _serve_round,
               "one_gpu_bandwidth": _serve_one_gpu_bandwidth},
-    "deploy": {"hourly_price": _deploy_hourly_price, "gb_for_gib": _deploy_gb_for_gib,
+    "deploy": {"hourly_price": _deploy_hourly_price, "gb_for_gib": _deploy_gb_for_gib, "one_gpu": _deploy_one_gpu,
                "no_latency": _deploy_no_latency, "batch_one": _deploy_batch_one, "round_replicas": _deploy_round},
     "smi_log": {"idle_as_throttle": lambda path: _wrong_summary(path, idle_throttles=True),
                 "utilization_trusted": lambda path: _wrong_summary(path, trust_utilization=True),
                 "stall_missed": lambda path: _wrong_summary(path, miss_stalls=True),
-                "fixed_columns": _smi_fixed_columns, "na_as_zero": _smi_na_as_zero},
+                "bits_equal": lambda path: _wrong_summary(path, bits_equal=True),
+                "fixed_columns": _smi_fixed_columns, "na_as_zero": _smi_na_as_zero,
+                "na_rows_dropped": _smi_na_rows_dropped, "busy_mean": _smi_busy_mean},
     "inventory": {"no_shutdown_on_error": lambda nvml, torch: _inventory_without(nvml, torch, shutdown_on_error=False),
                   "no_fallback": lambda nvml, torch: _inventory_without(nvml, torch, fallback=False),
                   "gb_for_gib": lambda nvml, torch: _inventory_without(nvml, torch, gib=1e9),
+                  "bytes_name": lambda nvml, torch: _inventory_without(nvml, torch, decode=False),
                   "shutdown_without_init": lambda nvml, torch: _inventory_without(nvml, torch, shutdown_always=True)},
     "mfu": {"all_trainable": _recorded_step(flops="all_trainable"), "forward_only": _recorded_step(flops="forward_only"),
             "first_input_grad": _recorded_step(flops="first_input_grad"),
             "no_input_grads": _recorded_step(flops="no_input_grads"), "percent": _recorded_step(percent=True),
+            "one_call": _recorded_step(seconds_ratio=1.49, calls=1),  # one un-warmed perf_counter call
             "cold_start": _recorded_step(seconds_ratio=8.0), "no_sync": _recorded_step(seconds_ratio=1 / 20)},
 }
 
@@ -663,7 +720,7 @@ def _inventory(case: dict) -> dict | None:
     slips = {}
     for name, wrong in MISTAKES["inventory"].items():
         nvml, torch_mod = inventory_fakes(case)
-        rows = wrong(nvml, torch_mod)
+        rows = rows_as_data(wrong(nvml, torch_mod))
         slips[name] = {"rows": rows, "shutdown": nvml.calls["shutdown"] if nvml else 0}
     return {"answer": gpu_inventory(*inventory_fakes(case)), "slips": slips}
 
@@ -711,11 +768,12 @@ def _cost_hidden(rng) -> list:
 def _claim_hidden(rng) -> list:
     ids = _bf16_profiles()
     cases = []
-    for unit, target in (("days", rng.uniform(1.2, 5)), ("gpu_hours", rng.uniform(0.65, 0.95)),
-                         ("usd", rng.uniform(0.1, 0.55)), (rng.choice(["days", "usd"]), rng.uniform(0.2, 0.55)),
-                         ("gpu_hours", rng.uniform(1.1, 3))):
+    claims = (("days", rng.uniform(1.2, 5)), ("gpu_hours", rng.uniform(0.65, 0.95)), ("usd", rng.uniform(0.1, 0.55)),
+              (rng.choice(["days", "usd"]), rng.uniform(0.2, 0.55)), ("gpu_hours", rng.uniform(1.1, 3)))
+    for i, (unit, target) in enumerate(claims):
         params = 10 ** rng.uniform(8.5, 11.5)
-        case = {"label": "hidden", "params": params, "tokens": params * rng.uniform(10, 100),
+        case = {"label": {"ko": f"숨은 사례 {i + 1}", "en": f"hidden case {i + 1}"}, "params": params,
+                "tokens": params * rng.uniform(10, 100),
                 "gpus": rng.choice([8, 64, 256, 2048]), "profile": rng.choice(ids), "unit": unit,
                 "price_per_gpu_hour": round(rng.uniform(0.8, 9), 2)}
         gpu_hours = 6 * case["params"] * case["tokens"] / (target * HOUR * get_profile(case["profile"]).peak("bf16") * 1e12)
@@ -779,7 +837,7 @@ def _smi_hidden(rng) -> list:
     for i, (cause, layout) in enumerate(zip(causes, layouts)):
         clock, power, memory = rng.choice(gpus)
         text = make_smi_log(rng, cause, rows=rng.randint(50, 140), max_clock=clock, power_limit=power,
-                            memory_mib=memory, **layout)
+                            memory_mib=memory, both_thermal=rng.random() < 0.5, **layout)
         cases.append({"name": f"hidden_{i}.csv", "text": text})
     return cases
 
@@ -798,8 +856,8 @@ def _inventory_hidden(rng) -> list:
 
 
 def _mfu_hidden(rng) -> list:
-    width = rng.choice([384, 640, 768])
-    return [{"dims": [width, 2 * width, 2 * width, width], "batch": rng.choice([128, 192]), "frozen": rng.choice([0, 2])}]
+    width = rng.choice([448, 512, 640])  # a step of about 5-50 ms on one CPU thread: the check stays short under load
+    return [{"dims": [width, 2 * width, 2 * width, width], "batch": rng.choice([96, 128]), "frozen": rng.choice([0, 2])}]
 
 
 HIDDEN = {

@@ -4,8 +4,8 @@ quoted figures, sizing inference (weights + KV cache, the batch against the time
 
 - ``tasks.py``: the graded tasks (visible cases, how the learner is called, scoring, known mistakes named).
 - ``lesson.py``: the lesson's figures, tables and widgets; the claims table (``data/claims.yaml`` checked against
-  the data); reading and plotting an nvidia-smi log; the MLP training step (frozen layers optional) and the peak
-  its MFU is taken against (the step task uses them too).
+  the data); the lesson's sample nvidia-smi log and the plot of a log; the MLP training step (frozen layers optional)
+  and the peak its MFU is taken against (the step task uses them too).
 - ``prices.py`` + ``data/prices.yaml``: the dated, sourced price table joined with the device profiles.
 - ``report.py``: the capstone report card (gathered results, roofline figure, bilingual HTML page,
   a gloo all-reduce measurement).

@@ -17,39 +17,32 @@ SAMPLE_LOG = Path(__file__).resolve().parent / "data" / "nvidia_smi_log.csv"
 
 
 # ---------------------------------------------------------------- nvidia-smi logs
-def _number(text: str) -> float:
-    """``'97 %'`` -> 97.0; ``'[N/A]'`` -> nan."""
-    try:
-        return float(text.split()[0])
-    except (ValueError, IndexError):
-        return math.nan
+SAMPLE_COLUMNS = ("utilization.gpu", "memory.used", "temperature.gpu", "power.draw", "clocks.sm")  # after the timestamp
 
 
-def read_smi_log(path: str | Path) -> dict:
-    """A log's columns by header name (units dropped, '[N/A]' as nan) as numpy arrays; ``reasons``: the bits as ints."""
-    import csv
-
+def sample_log() -> dict:
+    """The lesson's sample log as numpy arrays: the columns of the lesson's command, in its order, with units;
+    ``reasons``: the last column's bit mask as an integer. (It reads this one file: other logs have other layouts.)"""
     import numpy as np
-    with open(path, newline="", encoding="utf-8") as f:
-        log = [{key.split("[")[0].strip(): value for key, value in row.items()}  # "clocks.sm [MHz]" -> "clocks.sm"
-               for row in csv.DictReader(f, skipinitialspace=True)]
-    reason = next(c for c in ("clocks_throttle_reasons.active", "clocks_event_reasons.active") if c in log[0])
-    columns = {name: np.array([_number(r[name]) for r in log])
-               for name in ("utilization.gpu", "memory.used", "clocks.sm", "temperature.gpu", "power.draw")}
-    columns["reasons"] = np.array([int(r[reason], 16) for r in log])
-    return columns
+    rows = [line.split(", ") for line in SAMPLE_LOG.read_text(encoding="utf-8").splitlines()[1:] if line]
+    log = {name: np.array([float(row[i].split()[0]) for row in rows]) for i, name in enumerate(SAMPLE_COLUMNS, 1)}
+    log["reasons"] = np.array([int(row[-1], 16) for row in rows])
+    return log
 
 
 def plot_smi_log(log: dict, slowed=None, title: str | None = None) -> None:
-    """Utilization, SM clock, temperature and power over time; samples in ``slowed`` (a boolean mask) shaded red."""
+    """Utilization, SM clock, temperature and power over time; samples in ``slowed`` (a boolean mask) shaded red.
+
+    ``log``: column name -> values (arrays or lists; None or nan where a value is missing).
+    """
     import matplotlib.pyplot as plt
     import numpy as np
     labels = {"utilization.gpu": t("사용률(%)", "utilization (%)"), "clocks.sm": t("SM 클록(MHz)", "SM clock (MHz)"),
               "temperature.gpu": t("온도(°C)", "temperature (°C)"), "power.draw": t("전력(W)", "power (W)")}
-    secs = np.arange(len(log["reasons"]))
     fig, axes = plt.subplots(4, 1, figsize=(10, 7), sharex=True)
     for ax, (name, label) in zip(axes, labels.items()):
-        values = log[name]
+        values = np.array(log[name], dtype=float)  # None -> nan
+        secs = np.arange(len(values))
         ax.plot(secs, values, lw=1.2)
         if slowed is not None:
             ax.fill_between(secs, np.nanmin(values), np.nanmax(values), where=slowed, color="tab:red", alpha=0.2,

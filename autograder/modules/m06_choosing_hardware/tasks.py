@@ -2,10 +2,12 @@
 why a run is slow (nvidia-smi logs), an NVML inventory, and a partly frozen training step.
 
 Calculations are scored against the expected answer (relative tolerance 1e-6, see
-:func:`autograder.checks.core.close`). The expected answer of a case also holds the values the
-known mistakes give (``slips``): a wrong value equal to a slip's names that mistake. NVML is
-faked (:mod:`autograder.fakes.nvml`) so every failure mode can be graded on a CPU-only machine.
-The step task times the learner's step side by side with the same step (:func:`.lesson.mlp_step`).
+:func:`autograder.checks.core.close`). The expected answer of a case also holds the answers the
+known mistakes give (``slips``): each part is diagnosed from its own value, and a wrong value names a
+mistake only where that mistake's answer also agrees with the learner on the values it is computed from
+(:func:`_compare`). NVML is faked (:mod:`autograder.fakes.nvml`) so every failure mode can be graded on a
+CPU-only machine. The step task passes the learner the course's step builder (:func:`.lesson.mlp_step`,
+its calls counted) and times the same step side by side, on one CPU thread where there is no accelerator.
 """
 from __future__ import annotations
 
@@ -53,41 +55,63 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-def _slip(found: Any, want: Any, slips: dict, key: str | None = None) -> str | None:
-    """The known mistake whose answer (or its ``key``) equals ``found`` where the right answer differs."""
-    for name, slip in (slips or {}).items():
-        value = slip.get(key) if key is not None and isinstance(slip, dict) else slip
-        if slip is not None and not _same(value, want) and _same(found, value):
-            return name
-    return None
+def _slip(found: Any, want: Any, slips: dict) -> str | None:
+    """The known mistake whose value equals ``found`` where the right value differs."""
+    return next((name for name, slip in (slips or {}).items()
+                 if slip is not None and not _same(slip, want) and _same(found, slip)), None)
 
 
 def _label(short: str, key: str) -> Message:
     return msg("m06.part", case=short, key=key)
 
 
+def _explains(slip: Any, want: dict, found: dict, key: str, needs: tuple) -> bool:
+    """A known mistake's answer explains ``found[key]``: it gives that (wrong) value and agrees with the learner on
+    ``needs``, the keys the value is computed from (so a right value elsewhere never gets a wrong diagnosis)."""
+    if not isinstance(slip, dict) or key not in slip or _same(slip[key], want[key]):
+        return False
+    if not _same(found[key], slip[key]):
+        return False
+    return all(k in found and k in slip and _same(found[k], slip[k]) for k in needs)
+
+
 def _compare(text: Message, short: str, want: dict, found: Any, keys: tuple, slips: dict | None = None,
-             weights: dict | None = None, hint: str | None = None, named: tuple | None = None) -> list[Part]:
-    """One labelled Part per key of ``want``; a wrong value equal to a slip's names the mistake (only ``named`` keys)."""
+             weights: dict | None = None, hint: str | dict | None = None, named: tuple | None = None,
+             needs: str = "before") -> list[Part]:
+    """One labelled Part per key of ``want``, each diagnosed from its own value.
+
+    A wrong value names a known mistake (only for ``named`` keys) when that mistake's answer gives it and agrees with
+    the learner on the keys it depends on: ``needs="before"`` the keys listed before it (a chain of results),
+    ``"own"`` none (independent results), ``"all"`` every key (one plan). Otherwise the key's ``hint`` (one message
+    key, or a dict per key) follows, unless a key before it is wrong too (keys are listed in the order they are
+    computed: that item says why; not for ``"own"``).
+    A message is given once per case, on its first wrong value.
+    """
     if not isinstance(found, dict):
         return [Part(False, msg("m06.not_dict", case=text, found=type(found).__name__), float(len(keys)))]
-    parts, explained = [], set()  # a mistake's message (or the hint) once per case, on its first wrong value
-    for key in keys:
+    parts, explained = [], set()
+    for i, key in enumerate(keys):
         weight, label = (weights or {}).get(key, 1.0), _label(short, key)
         if key not in found:
             parts.append(Part(False, msg("m06.missing_key", case=text, key=key, keys=", ".join(keys)), weight,
                               label=label))
-        elif _same(found[key], want[key]):
+            continue
+        if _same(found[key], want[key]):
             parts.append(Part(True, msg("m06.ok", case=text), weight, label=label))
-        else:
-            wrong = msg("m06.wrong_value", case=text, key=key, expected=_show(want[key]), found=_show(found[key]))
-            name = _slip(found[key], want[key], slips, key) if named is None or key in named else None
-            why = f"m06.mistake.{name}" if name else hint
-            first = why is not None and why not in explained
-            if first:
-                explained.add(why)
-                wrong = wrong + msg(why)
-            parts.append(Part(False, wrong, weight, mistake=name if first else None, label=label))
+            continue
+        wrong = msg("m06.wrong_value", case=text, key=key, expected=_show(want[key]), found=_show(found[key]))
+        depends = {"before": keys[:i], "own": (), "all": keys}[needs]
+        name = None
+        if named is None or key in named:
+            name = next((n for n, s in (slips or {}).items() if _explains(s, want, found, key, depends)), None)
+        upstream_wrong = needs != "own" and any(k in found and not _same(found[k], want[k]) for k in keys[:i])
+        why = f"m06.mistake.{name}" if name else None if upstream_wrong else (
+            hint.get(key) if isinstance(hint, dict) else hint)
+        first = why is not None and why not in explained
+        if first:
+            explained.add(why)
+            wrong = wrong + msg(why)
+        parts.append(Part(False, wrong, weight, mistake=name if first else None, label=label))
     return parts
 
 
@@ -135,21 +159,23 @@ def _cost_score(case, answer, want) -> list[Part]:
 
 # ---------------------------------------------------------------- task 2: the MFU a claim needs
 def _claim_visible() -> list:
+    """Three claims, one per unit and verdict; ``label`` in both languages (what the claim says)."""
     from .prices import price_per_gpu_hour
     return [
-        {"label": "7B, 1T tokens, 64x H100: one week", "params": 7e9, "tokens": 1e12, "gpus": 64,
-         "profile": "h100_sxm", "unit": "days", "claimed": 7.0},
-        {"label": "13B, 260B tokens, A100 80GB: $80,000", "params": 13e9, "tokens": 260e9, "gpus": 64,
-         "profile": "a100_sxm_80gb", "unit": "usd", "claimed": 80_000.0,
+        {"label": {"ko": "7B, 토큰 1T, H100 64장: 일주일", "en": "7B, 1T tokens, 64x H100: one week"},
+         "params": 7e9, "tokens": 1e12, "gpus": 64, "profile": "h100_sxm", "unit": "days", "claimed": 7.0},
+        {"label": {"ko": "13B, 토큰 260B, A100 80GB 64장: $80,000", "en": "13B, 260B tokens, 64x A100 80GB: $80,000"},
+         "params": 13e9, "tokens": 260e9, "gpus": 64, "profile": "a100_sxm_80gb", "unit": "usd", "claimed": 80_000.0,
          "price_per_gpu_hour": price_per_gpu_hour("aws_p4de_24xlarge")},
-        {"label": "1.3B, 26B tokens, 8x H100: 200 GPU-hours", "params": 1.3e9, "tokens": 26e9, "gpus": 8,
-         "profile": "h100_sxm", "unit": "gpu_hours", "claimed": 200.0},
+        {"label": {"ko": "1.3B, 토큰 26B, H100 8장: 200 GPU 시간", "en": "1.3B, 26B tokens, 8x H100: 200 GPU-hours"},
+         "params": 1.3e9, "tokens": 26e9, "gpus": 8, "profile": "h100_sxm", "unit": "gpu_hours", "claimed": 200.0},
     ]
 
 
 def _claim_score(case, answer, want) -> list[Part]:
-    text = msg("m06.claim_case", label=case["label"])
-    return _compare(text, case["label"].split(",")[0], want["answer"], answer, CLAIM_KEYS, want["slips"],
+    label = case["label"] if isinstance(case["label"], dict) else {"ko": case["label"], "en": case["label"]}
+    text = msg("m06.claim_case", label=Message(label["ko"], label["en"]))
+    return _compare(text, label["en"].split(",")[0], want["answer"], answer, CLAIM_KEYS, want["slips"],
                     hint="m06.claim_hint", named=("gpu_hours", "mfu"))
 
 
@@ -175,12 +201,17 @@ def _serve_answer(learner, case) -> Any:
     return learner(dict(case["model"]), case["context"], case["batch"], dict(case["gpu"]))
 
 
+SERVE_HINTS = {"weights_gb": "m06.serve_hint_bytes", "kv_cache_gb": "m06.serve_hint_bytes",
+               "total_gb": "m06.serve_hint_bytes", "gpus": "m06.serve_hint_gpus",
+               "tokens_per_s_max": "m06.serve_hint_tokens"}
+
+
 def _serve_score(case, answer, want) -> list[Part]:
     m = case["model"]
     text = msg("m06.serve_case", params=m["params"], weight_bytes=m["weight_bytes"], context=case["context"],
                batch=case["batch"], gpu=case["gpu"]["name"])
     short = f"{m['params'] / 1e9:.3g}B/{case['gpu']['name']}"
-    return _compare(text, short, want["answer"], answer, SERVE_KEYS, want["slips"], {"gpus": 2.0}, "m06.serve_hint")
+    return _compare(text, short, want["answer"], answer, SERVE_KEYS, want["slips"], {"gpus": 2.0}, SERVE_HINTS)
 
 
 # ---------------------------------------------------------------- task 4: the cheapest deployment
@@ -220,7 +251,9 @@ def _deploy_score(case, answer, want) -> list[Part]:
     text = msg("m06.deploy_case", params=m["params"], tokens_per_s=target["tokens_per_s"],
                ms_per_token=target["ms_per_token"], n=len(case["offers"]))
     short = f"{m['params'] / 1e9:.3g}B {target['tokens_per_s']} tok/s {target['ms_per_token']} ms"
-    return _compare(text, short, want["answer"], answer, DEPLOY_KEYS, want["slips"], {"offer": 2.0}, "m06.deploy_hint")
+    hints = {key: f"m06.deploy_hint_{key}" for key in DEPLOY_KEYS}
+    return _compare(text, short, want["answer"], answer, DEPLOY_KEYS, want["slips"], {"offer": 2.0}, hints,
+                    needs="all")  # the four values are one plan: a mistake is named only where it gives the whole plan
 
 
 # ---------------------------------------------------------------- task 5: why is this run slow?
@@ -238,7 +271,8 @@ def _smi_answer(learner, case) -> Any:
 def _smi_score(case, answer, want) -> list[Part]:
     text = msg("m06.smi_case", name=case["name"], rows=case["text"].count("\n") - 1)
     weights = {"samples": 0.25, "mean_utilization": 0.25, "peak_memory_mib": 0.25, "cause": 3.0}
-    return _compare(text, case["name"], want["answer"], answer, SMI_KEYS, want["slips"], weights, "m06.smi_hint")
+    hints = {key: f"m06.smi_hint_{key}" for key in SMI_KEYS}
+    return _compare(text, case["name"], want["answer"], answer, SMI_KEYS, want["slips"], weights, hints, needs="own")
 
 
 # ---------------------------------------------------------------- task 6: inventory with fakes of NVML
@@ -252,22 +286,26 @@ def inventory_fakes(case: dict) -> tuple:
 def _inventory_visible() -> list:
     return [{"real": True},
             {"nvml": [0, 1], "fail": None, "torch": [0, 1]},
+            {"nvml": [3], "fail": None, "torch": [3], "bytes_names": True},
             {"nvml": [2], "fail": "library", "torch": [2]},
             {"nvml": [1, 3], "fail": "memory", "torch": [1, 3]}]
 
 
-def _rows(result) -> Any:
+def rows_as_data(result) -> Any:
+    """The learner's rows as JSON data: a ``bytes`` value (an undecoded name) as it prints, ``b'...'``."""
     if not isinstance(result, (list, tuple)):
         return result
-    out = []
-    for row in result:
-        if isinstance(row, dict):
-            row = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in row.items()}
-        out.append(row)
-    return out
+    return [{k: (str(v) if isinstance(v, bytes) else v) for k, v in row.items()} if isinstance(row, dict) else row
+            for row in result]
+
+
+def _raised(exc: Exception) -> dict:
+    """An exception as the answer records it."""
+    return {"raised": f"{type(exc).__name__}: {exc}"[:200]}
 
 
 def _inventory_answer(learner, case) -> Any:
+    """The rows, and for the fakes how often NVML was started and shut down; an exception is recorded, not raised."""
     if case.get("real"):
         import torch
         try:
@@ -277,17 +315,44 @@ def _inventory_answer(learner, case) -> Any:
         from ...hardware import detect
         detected = [{"name": a.name, "memory_gib": (a.total_memory_bytes or 0) / GIB}
                     for a in detect().accelerators if a.backend == "cuda"]
-        return {"rows": _rows(learner(pynvml, torch)), "detected": detected}
-    nvml, torch_mod = inventory_fakes(case)
-    rows = _rows(learner(nvml, torch_mod))
+        nvml, torch_mod = pynvml, torch
+    else:
+        nvml, torch_mod = inventory_fakes(case)
+    try:
+        rows = rows_as_data(learner(nvml, torch_mod))
+    except Exception as exc:  # an NVML error let through (NVMLError_Uninitialized, ...): named in the verdict
+        if not type(exc).__name__.startswith("NVMLError"):
+            raise  # any other error: the check's own report
+        rows = _raised(exc)
+    if case.get("real"):
+        return {"rows": rows, "detected": detected}
     return {"rows": rows, "init": nvml.calls["init"] if nvml else 0, "shutdown": nvml.calls["shutdown"] if nvml else 0}
 
 
 def _inventory_text(case) -> Message:
     if case.get("real"):
         return msg("m06.inventory_real")
-    nvml = "—" if case["nvml"] is None else (f"{len(case['nvml'])} GPU" + (f", {case['fail']} error" if case["fail"] else ""))
+    if case["nvml"] is None:
+        nvml = msg("m06.nvml_none")
+    else:
+        said = [msg("m06.nvml_gpus", n=len(case["nvml"]))]
+        if case["fail"]:
+            said.append(msg(f"m06.nvml_fail_{case['fail']}"))
+        if case.get("bytes_names"):
+            said.append(msg("m06.nvml_bytes"))
+        nvml = Message("".join(m.ko for m in said), "".join(m.en for m in said))
     return msg("m06.inventory_fake", nvml=nvml, torch_gpus="—" if case["torch"] is None else len(case["torch"]))
+
+
+UNINITIALIZED = "Uninitialized"  # pynvml's error for nvmlShutdown without a successful nvmlInit
+
+
+def _inventory_raised(text: Message, error: str, label: Message) -> Part:
+    """The function raised: named when it is the shutdown after a failed init."""
+    name = "shutdown_without_init" if UNINITIALIZED in error else None
+    message = msg("m06.inventory_raised", case=text, error=error)
+    return Part(False, message + msg(f"m06.mistake.{name}" if name else "m06.inventory_catch"), 2.0, mistake=name,
+                label=label)
 
 
 def _same_rows(want: list, found: Any) -> bool:
@@ -307,22 +372,29 @@ def _inventory_score(case, answer, want) -> list[Part]:
     short = "real" if case.get("real") else f"nvml {case['nvml']} {case['fail'] or 'ok'}"
     if not isinstance(answer, dict) or "rows" not in answer:
         return [Part(False, msg("m06.not_dict", case=text, found=type(answer).__name__), 2.0)]
-    found = answer["rows"]
+    found, label = answer["rows"], _label(short, "rows")
+    raised = found.get("raised") if isinstance(found, dict) else None
     if case.get("real"):
+        if raised is not None:
+            return [_inventory_raised(text, str(raised), label)]
         detected = answer["detected"]
         ok = isinstance(found, list) and len(found) == len(detected) and all(
             isinstance(f, dict) and str(f.get("name", "")).strip() == e["name"].strip()
             and close(f.get("memory_gib"), e["memory_gib"], rel=0.05)
             for e, f in zip(detected, found))
         message = msg("m06.ok", case=text) if ok else msg("m06.inventory_detected", case=text, expected=detected, found=found)
-        return [Part(ok, message if ok else message + msg("m06.inventory_hint"), 2.0, label=_label(short, "rows"))]
+        return [Part(ok, message if ok else message + msg("m06.inventory_hint"), 2.0, label=label)]
     right, slips = want["answer"], want["slips"]
-    rows_ok = _same_rows(right, found)
-    name = None if rows_ok else next((n for n, s in slips.items() if s["rows"] != right and _same_rows(s["rows"], found)), None)
-    message = msg("m06.ok", case=text) if rows_ok else msg("m06.inventory_rows", case=text, expected=right, found=found)
-    if not rows_ok:
-        message = message + msg(f"m06.mistake.{name}" if name else "m06.inventory_hint")
-    parts = [Part(rows_ok, message, 2.0, mistake=name, label=_label(short, "rows"))]
+    if raised is not None:
+        parts = [_inventory_raised(text, str(raised), label)]
+    else:
+        rows_ok = _same_rows(right, found)
+        name = None if rows_ok else next((n for n, s in slips.items()
+                                          if s["rows"] != right and _same_rows(s["rows"], found)), None)
+        message = msg("m06.ok", case=text) if rows_ok else msg("m06.inventory_rows", case=text, expected=right, found=found)
+        if not rows_ok:
+            message = message + msg(f"m06.mistake.{name}" if name else "m06.inventory_hint")
+        parts = [Part(rows_ok, message, 2.0, mistake=name, label=label)]
     if case["nvml"] is not None:
         expected = 0 if case["fail"] in INIT_FAILURES else 1
         ok = answer.get("shutdown") == expected and answer.get("init", 1) <= 1
@@ -346,8 +418,36 @@ def _mfu_visible() -> list:
     return [{"dims": [512, 1024, 1024, 512], "batch": 128, "frozen": 1}]
 
 
+STEP_BUDGET_S = 0.3  # seconds of one timing, the learner's (the task text says so) and the reference's
+
+
+def _counting(builds: list):
+    """:func:`.lesson.mlp_step` that records, per step built, how many times it was called."""
+    def make_step(dims, batch, device, frozen=0):
+        step = mlp_step(dims, batch, device, frozen)
+        record = {"calls": 0}
+        builds.append(record)
+
+        def counted():
+            record["calls"] += 1
+            return step()
+        counted.model = step.model
+        return counted
+    return make_step
+
+
 def _mfu_answer(learner, case) -> Any:
-    return learner(device_of(case), list(case["dims"]), case["batch"], case["frozen"])
+    """The learner's result and the calls of each step built; on a CPU, one torch thread (as the reference)."""
+    import torch
+    device = device_of(case)
+    threads, builds = torch.get_num_threads(), []
+    if device == "cpu":
+        torch.set_num_threads(1)  # CPU vs CPU: one thread keeps both timings comparable on a shared machine
+    try:
+        result = learner(_counting(builds), device, list(case["dims"]), case["batch"], case["frozen"])
+    finally:
+        torch.set_num_threads(threads)
+    return dict(result, calls=[b["calls"] for b in builds]) if isinstance(result, dict) else result
 
 
 def _mfu_reference(case, answer) -> dict:
@@ -355,7 +455,8 @@ def _mfu_reference(case, answer) -> dict:
     from ...harness import time_fn
     device = device_of(case)
     step = mlp_step(case["dims"], case["batch"], device, case["frozen"])
-    return {"seconds": time_fn(step, device=device, budget_s=1.0).median_s}
+    threads = 1 if device == "cpu" else None  # as the learner's step runs (see _mfu_answer)
+    return {"seconds": time_fn(step, device=device, budget_s=STEP_BUDGET_S, threads=threads).median_s}
 
 
 MEASURED_PEAK_BAND = (0.1, 10.0)  # a CPU's peak is measured, in the kernel and in the grader at other moments (up
@@ -382,7 +483,14 @@ def _mfu_score(case, answer, want) -> list[Part]:
     if not measured:
         return [Part(False, compared[0].message, 4.0)]
     ratio = referee.median_ratio(answer, mine, theirs)
-    if ratio is not None and not compared[0].ok:
+    calls = [r["calls"] for r in found if isinstance(r.get("calls"), list)]  # per round, the calls of each step built
+    if calls and not all(calls):
+        compared = [Part(False, compared[0].message + msg("m06.mfu_not_built"), compared[0].weight, measured=True)]
+    elif calls and min(c for round_calls in calls for c in round_calls) < 2:
+        least = min(c for round_calls in calls for c in round_calls)
+        compared = [Part(False, compared[0].message + msg("m06.mfu_calls", calls=least) + msg("m06.mistake.one_call"),
+                         compared[0].weight, measured=True, mistake="one_call")]
+    elif ratio is not None and not compared[0].ok:
         name = "cold_start" if ratio[0] > 1 else "no_sync"
         compared = [Part(False, compared[0].message + msg(f"m06.mistake.{name}"), compared[0].weight, measured=True,
                          mistake=name)]
@@ -414,23 +522,25 @@ def _mfu_score(case, answer, want) -> list[Part]:
 # ---------------------------------------------------------------- the tasks
 TASKS = {
     "cost": Task(title=msg("m06.title_cost"), answer=_cost_answer, score=_cost_score, visible=_cost_visible,
-                 kind="recall", level="warm-up", mistakes=("two_nd", "cost_per_gpu", "mfu_percent")),
+                 kind="recall", level="warm-up", mistakes=("two_nd", "days_not_hours", "cost_per_gpu", "mfu_percent")),
     "claim": Task(title=msg("m06.title_claim"), answer=lambda learner, case: learner(dict(case)), score=_claim_score,
                   visible=_claim_visible, kind="transfer", level="core",
-                  mistakes=("two_nd", "days_as_hours", "gpu_hours_as_wall", "percent")),
+                  mistakes=("two_nd", "days_as_hours", "days_without_gpus", "gpu_hours_as_wall", "usd_times_price",
+                            "percent")),
     "serve": Task(title=msg("m06.title_serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
                   kind="recall", level="core", mistakes=("gb_for_gib", "keys_only", "round_gpus", "one_gpu_bandwidth")),
     "deploy": Task(title=msg("m06.title_deploy"), answer=_deploy_answer, score=_deploy_score, visible=_deploy_visible,
                    kind="transfer", level="stretch",
-                   mistakes=("hourly_price", "gb_for_gib", "no_latency", "batch_one", "round_replicas")),
+                   mistakes=("hourly_price", "gb_for_gib", "one_gpu", "no_latency", "batch_one", "round_replicas")),
     "smi_log": Task(title=msg("m06.title_smi"), answer=_smi_answer, score=_smi_score, visible=_smi_visible,
                     kind="transfer", level="core",
-                    mistakes=("idle_as_throttle", "utilization_trusted", "stall_missed", "fixed_columns", "na_as_zero")),
+                    mistakes=("idle_as_throttle", "bits_equal", "utilization_trusted", "stall_missed", "fixed_columns",
+                              "na_as_zero", "na_rows_dropped", "busy_mean")),
     "inventory": Task(title=msg("m06.title_inventory"), answer=_inventory_answer, score=_inventory_score,
                       visible=_inventory_visible, kind="recall", level="core",
-                      mistakes=("no_shutdown_on_error", "no_fallback", "gb_for_gib", "shutdown_without_init")),
+                      mistakes=("no_shutdown_on_error", "no_fallback", "gb_for_gib", "bytes_name", "shutdown_without_init")),
     "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score, visible=_mfu_visible,
-                measurement=True, reference=_mfu_reference, rounds=5, kind="transfer", level="stretch",
+                measurement=True, reference=_mfu_reference, rounds=3, kind="transfer", level="stretch",
                 mistakes=("all_trainable", "forward_only", "first_input_grad", "no_input_grads", "percent",
-                          "cold_start", "no_sync")),
+                          "one_call", "cold_start", "no_sync")),
 }

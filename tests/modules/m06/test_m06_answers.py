@@ -183,9 +183,21 @@ def test_na_values_are_skipped():
 
 
 def test_the_lessons_sample_log_still_reads():
-    from autograder.modules.m06_choosing_hardware.lesson import read_smi_log
-    log = read_smi_log(SAMPLE_LOG)
+    from autograder.modules.m06_choosing_hardware.lesson import sample_log
+    log = sample_log()
     assert len(log["reasons"]) == 90 and set(log) >= {"utilization.gpu", "memory.used", "clocks.sm", "power.draw"}
+    rows = A.read_log(SAMPLE_LOG.read_text(encoding="utf-8"))  # the reference reader (by header name) agrees
+    assert list(log["utilization.gpu"]) == [r["util"] for r in rows] and list(log["reasons"]) == [r["bits"] for r in rows]
+
+
+def test_both_thermal_bits_keep_the_log_otherwise_the_same():
+    """Log d has 0x60 (both thermal bits) on every thermal sample, so a test of the reasons with == or `in`
+    misses them; everything else in the log is what the same seed gives."""
+    plain = A.make_smi_log(random.Random(64), "thermal", rows=80)
+    both = A.make_smi_log(random.Random(64), "thermal", rows=80, both_thermal=True)
+    changed = [(a, b) for a, b in zip(plain.splitlines(), both.splitlines()) if a != b]
+    assert changed and all(b.endswith("0x0000000000000060") for _, b in changed)
+    assert A.summarize_smi_text(both)["cause"] == "thermal"
 
 
 # ---------------------------------------------------------------- inventory with fakes
@@ -213,6 +225,8 @@ def test_inventory_without_anything_is_empty():
 
 def test_inventory_decodes_bytes_names():
     assert A.gpu_inventory(fake_pynvml([3], bytes_names=True), None)[0]["name"] == "NVIDIA L4"
+    wrong = A.MISTAKES["inventory"]["bytes_name"](fake_pynvml([3], bytes_names=True), None)
+    assert wrong[0]["name"] == b"NVIDIA L4"
 
 
 # ---------------------------------------------------------------- a partly frozen step

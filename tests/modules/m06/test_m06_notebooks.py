@@ -70,7 +70,55 @@ def test_student_version_has_no_solutions_or_hidden_tests():
     source = "\n".join(text(c) for c in cells(STUDENT))
     assert "### BEGIN SOLUTION" not in source and "hidden=True" not in source
     code = "\n".join(text(c) for c in cells(STUDENT) if c["cell_type"] == "code")
-    assert code.count("raise NotImplementedError()") == len(TASKS)
+    answers = [c for c in cells(STUDENT) if c["metadata"].get("nbgrader", {}).get("solution")]
+    assert len(answers) == len(TASKS) + 1  # task 5 has two: reading the log, then summarizing it
+    assert code.count("raise NotImplementedError()") == len(answers)
+
+
+def bound_and_loaded(code):
+    """Names a piece of code binds (assignments, arguments, definitions, imports) and names it reads."""
+    import ast
+    bound, loaded = set(), set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound, loaded
+
+
+def test_the_setup_cell_imports_what_the_answers_use():
+    """A learner's answer may use what the reference answers use (csv, math, statistics, ...) without importing it."""
+    import builtins
+    setup, _ = bound_and_loaded(text(cells(SOURCE)[1]))
+    answers = [text(c) for c in cells(SOURCE) if c["metadata"].get("nbgrader", {}).get("solution")]
+    bound, loaded = bound_and_loaded("\n\n".join(answers))
+    missing = loaded - bound - setup - set(dir(builtins))
+    assert not missing, f"the set-up cell does not import {sorted(missing)}"
+    assert {"csv", "math", "statistics", "torch"} <= setup
+
+
+def test_the_smi_log_task_reads_the_logs_with_the_learners_own_reader():
+    """The look cell plots the task's logs through the learner's read_smi_log; the lesson's helper reads only its
+    own sample (no path), so the parsing is the learner's."""
+    look = next(text(c) for c in cells(SOURCE) if c["metadata"]["nbgrader"]["grade_id"] == "m06_smi_log_look")
+    assert "read_smi_log(name)" in look and "m06.read_smi_log" not in look
+    order = [c["metadata"]["nbgrader"]["grade_id"] for c in cells(SOURCE)]
+    assert order.index("m06_smi_log_read") < order.index("m06_smi_log_look") < order.index("m06_smi_log_solution")
+
+
+def test_the_trials_wordings_are_gone():
+    """Korean phrasings a learner found literal or unclear (trial 01, exercise 06) and the term 미세조정."""
+    texts = [text(c) for path in [SOURCE] + LESSONS for c in cells(path)]
+    for phrase in ("미세 조정", "닿아 보세요", "가지 않은 곳", "여러분이 정합니다", "초당 GPU 수", "초당 배치 / 스텝개",
+                   "트랜스포머를 세는 것처럼"):
+        assert not any(phrase in t for t in texts), phrase
 
 
 def test_exercise_links_point_to_lesson_anchors():

@@ -1,6 +1,7 @@
 """Module 06 tasks: the reference gets full marks, stubs fail, wrong and hard-coded answers lose points, and the
 visible checks name each known mistake (``pytest -k mistakes`` runs the catalogue; these are the module's own)."""
 import copy
+import re
 
 import pytest
 
@@ -245,13 +246,112 @@ def test_step_reference_times_the_same_step(monkeypatch, fixed_peak):
     timing of the same step. The two timings are not compared here: the machine's load may shift them."""
     monkeypatch.delenv("COURSE_REFEREE", raising=False)
     t = task("m06.mfu")
-    [record] = collect(t, lambda device, dims, batch, frozen: A.step_utilization(device, dims, batch, frozen, budget_s=0.2),
-                       cases_for(t, False, 1234), "m06.mfu")
+    [record] = collect(t, lambda make_step, device, dims, batch, frozen: A.step_utilization(
+        make_step, device, dims, batch, frozen, budget_s=0.2), cases_for(t, False, 1234), "m06.mfu")
     answer = record["answer"]
     assert record["error"] is None and len(answer["rounds"]) == t.rounds
-    assert all(set(r) == set(checks.STEP_KEYS) for r in answer["rounds"])
+    assert all(set(r) == set(checks.STEP_KEYS) | {"calls"} for r in answer["rounds"])
+    assert all(len(r["calls"]) == 1 and r["calls"][0] >= 4 for r in answer["rounds"])  # warm-up and 3 repeats at least
     assert len(answer["observed"]["walls"]) == t.rounds
     assert all(ref["seconds"] > 0 for ref in answer["observed"]["reference"])
     assert referee.unmeasured(answer, lambda r: r["seconds_per_step"]) is None
     parts = score_records(t, [record])
     assert all(p.ok for p in parts[:3])  # FLOPs, peak and formula, whatever the load
+
+
+def test_step_on_a_cpu_runs_on_one_thread_and_counts_the_calls(monkeypatch):
+    """Exercise 01's rule: CPU against CPU on one thread (both sides alike on a shared machine), the thread count
+    restored after; every call of the step the learner built is counted."""
+    import torch
+    monkeypatch.setattr(checks, "device_of", lambda case: "cpu")
+    seen, before = {}, torch.get_num_threads()
+
+    def learner(make_step, device, dims, batch, frozen):
+        seen["threads"] = torch.get_num_threads()
+        step = make_step([8, 16, 4], 2, device, 1)
+        for _ in range(3):
+            step()
+        return {"flops_per_step": 1.0, "seconds_per_step": 1.0, "peak_tflops": 1.0, "utilization": 1e-12}
+    answer = checks._mfu_answer(learner, checks.TASKS["mfu"].visible()[0])
+    assert seen["threads"] == 1 and torch.get_num_threads() == before and answer["calls"] == [3]
+
+
+def test_step_timed_once_is_named_whatever_the_ratio(fixed_peak):
+    once = step_answer([dict(step_round(1.2 * STEP_S), calls=[1])] * 3, STEP_S)  # in the band, but one cold call
+    parts = step_score(STEP_CASE, once)
+    assert named(parts) == {"one_call"} and 0 < fraction(parts) < 1
+    many = step_answer([dict(step_round(1.2 * STEP_S), calls=[14])] * 3, STEP_S)
+    assert step_share(many) == 1.0
+    unbuilt = step_score(STEP_CASE, step_answer([dict(step_round(STEP_S), calls=[])] * 3, STEP_S))
+    assert not unbuilt[-1].ok and "make_step" in unbuilt[-1].message.en
+
+
+# ---------------------------------------------------------------- each part is diagnosed from its own value
+def messages(parts):
+    return "\n".join(p.message.en for p in parts if not p.ok)
+
+
+def test_serving_with_int_instead_of_ceil_is_not_blamed_on_the_kv_cache():
+    """Trial 01: int(total / usable) got "the KV cache holds keys and values" on the GPUs item while the KV cache was
+    right, and "bandwidths add up" on a bound computed rightly from the wrong GPU count."""
+    def floor_gpus(model, context, batch, gpu):
+        r = A.gpus_to_serve(model, context, batch, gpu)
+        total = r["total_gb"] * 1e9
+        gpus = max(1, int(total / (gpu["memory_gib"] * 2**30 * gpu["usable_fraction"])))
+        return dict(r, gpus=gpus, tokens_per_s_max=batch * gpus * gpu["bandwidth_gbs"] * 1e9 / total)
+    parts = parts_of("m06.serve", floor_gpus)
+    assert named(parts) <= {"round_gpus"} and "keys and values" not in messages(parts)
+    assert "bandwidths add up" not in messages(parts) and "ceil" in messages(parts)
+
+
+def test_one_gpus_bandwidth_is_named_as_such():
+    parts = parts_of("m06.serve", A.MISTAKES["serve"]["one_gpu_bandwidth"])
+    assert named(parts) == {"one_gpu_bandwidth"} and "Round the GPUs up" not in messages(parts)
+
+
+def test_replicas_rounded_down_are_not_blamed_on_the_hourly_price():
+    def floor_replicas(model, context, target, offers):
+        return A._deploy(model, context, target, offers, lambda o: A.replica_batch(model, context, o, target),
+                         replicas_of=lambda x: max(1, int(x)))
+    parts = parts_of("m06.deploy", floor_replicas)
+    assert "hourly_price" not in named(parts) and "lowest hourly price" not in messages(parts)
+    assert "Round the replicas up" in messages(parts) or "ceil" in messages(parts)
+
+
+@pytest.mark.parametrize("name", ["na_rows_dropped", "busy_mean"])
+def test_smi_samples_and_mean_are_diagnosed_on_their_own(name):
+    parts = parts_of("m06.smi_log", A.MISTAKES["smi_log"][name])
+    assert named(parts) == {name} and all(p.ok for p in parts if "cause" in p.label.en)
+
+
+def test_smi_bits_compared_with_single_values_miss_log_d():
+    """Trial 01: `reasons in (0x20, 0x40, 0x8)` passed; log d's thermal samples all read 0x60."""
+    parts = parts_of("m06.smi_log", A.MISTAKES["smi_log"]["bits_equal"])
+    wrong = [p for p in parts if not p.ok]
+    assert named(parts) == {"bits_equal"} and all("gpu_log_d.csv" in p.label.en for p in wrong)
+
+
+def test_inventory_names_an_undecoded_bytes_name():
+    parts = parts_of("m06.inventory", A.MISTAKES["inventory"]["bytes_name"])
+    assert named(parts) == {"bytes_name"} and "b'NVIDIA L4'" in messages(parts)
+
+
+def test_an_exception_in_the_inventory_is_named_not_cryptic():
+    """Trial 01: on the real machine a shutdown after a failed init raised NVMLError_Uninitialized, reported as
+    'Raised an exception on input {"real": true}'."""
+    class NVMLError_Uninitialized(Exception):  # noqa: N801 (pynvml's naming)
+        pass
+
+    def raises(pynvml_module, torch_module):
+        raise NVMLError_Uninitialized("Uninitialized")
+    case = {"real": True}
+    answer = {"rows": {"raised": "NVMLError_Uninitialized: Uninitialized"}, "detected": []}
+    [part] = checks._inventory_score(case, answer, None)
+    assert not part.ok and part.mistake == "shutdown_without_init" and "{" not in part.message.en
+    fake = checks._inventory_answer(raises, {"nvml": [0], "fail": None, "torch": [0]})
+    assert fake["rows"] == {"raised": "NVMLError_Uninitialized: Uninitialized"}
+
+
+def test_claim_labels_are_in_both_languages():
+    for case in checks._claim_visible():
+        assert set(case["label"]) == {"ko", "en"} and re.search(r"[\uac00-\ud7a3]", case["label"]["ko"])
