@@ -212,7 +212,8 @@ def _pool_hidden(rng):
 
 def _dot_hidden(rng):
     return [{"n": 1, "seed": rng.randrange(10**6)}, {"n": rng.randint(65, 700), "seed": rng.randrange(10**6)},
-            {"n": rng.randint(2, 63), "seed": rng.randrange(10**6)}]
+            {"n": rng.choice([2 * DOT_TPB, 3 * DOT_TPB, 5 * DOT_TPB]) + rng.randint(1, DOT_TPB - 1),
+             "seed": rng.randrange(10**6)}]
 
 
 def _scan_hidden(rng):
@@ -234,7 +235,8 @@ def _softmax_hidden(rng):
 
 HIDDEN = {"guard": _guard_hidden, "broadcast": _broadcast_hidden, "stride": _stride_hidden, "pool": _pool_hidden,
           "dot": _dot_hidden, "scan": _scan_hidden, "matmul": _matmul_hidden, "softmax": _softmax_hidden,
-          "copy": lambda rng: [{"factor": rng.choice([6, 8]), "seed": rng.randrange(10**6)}]}
+          "copy": lambda rng: [{"factor": rng.choice([6, 8]), "seed": rng.randrange(10**6),
+                                "sim_n": rng.choice([1536, 2000, 2560]), "sim_gbs": round(rng.uniform(2e-4, 8e-4), 6)}]}
 
 
 # ================================================================ known mistakes
@@ -293,6 +295,22 @@ def _window_no_sync(out, x, n):
 
 
 @cuda.jit
+def _window_early_return(out, x, n):
+    tile = cuda.shared.array(POOL_TPB + 2, numba.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    if i >= n:
+        return                      # the spare threads of the last block never reach the barrier
+    tile[t + 1] = x[i]
+    if t == 0:
+        tile[0] = x[i - 1] if i > 0 else 0
+    if t == POOL_TPB - 1 or i == n - 1:
+        tile[t + 2] = x[i + 1] if i + 1 < n else 0
+    cuda.syncthreads()
+    out[i] = tile[t] + tile[t + 1] + tile[t + 2]
+
+
+@cuda.jit
 def _window_no_halo(out, x, n):
     tile = cuda.shared.array(POOL_TPB, numba.float32)
     t = cuda.threadIdx.x
@@ -328,6 +346,25 @@ def _dot_no_sync(out, a, b, n):
     while step > 0:
         if t < step:
             part[t] += part[t + step]
+        step //= 2
+    if t == 0:
+        cuda.atomic.add(out, 0, part[0])
+
+
+@cuda.jit
+def _dot_early_return(out, a, b, n):
+    part = cuda.shared.array(DOT_TPB, numba.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    if i >= n:
+        return
+    part[t] = a[i] * b[i]
+    cuda.syncthreads()
+    step = DOT_TPB // 2
+    while step > 0:
+        if t < step:
+            part[t] += part[t + step]
+        cuda.syncthreads()
         step //= 2
     if t == 0:
         cuda.atomic.add(out, 0, part[0])
@@ -374,6 +411,34 @@ def _scan_one_barrier(out, x, n):
 
 
 @cuda.jit
+def _scan_early_return(out, x, n):
+    buf = cuda.shared.array(SCAN_TPB, numba.float32)
+    t = cuda.threadIdx.x
+    if t >= n:
+        return
+    buf[t] = x[t - 1] if t > 0 else 0
+    cuda.syncthreads()
+    offset = 1
+    while offset < n:
+        v = buf[t - offset] if t >= offset else 0
+        cuda.syncthreads()
+        buf[t] += v
+        cuda.syncthreads()
+        offset *= 2
+    out[t] = buf[t]
+
+
+@cuda.jit
+def _scan_each_prefix(out, x, n):
+    t = cuda.threadIdx.x
+    if t < n:
+        total = numba.float32(0)
+        for j in range(t):
+            total += x[j]           # every thread reads its whole prefix from global memory
+        out[t] = total
+
+
+@cuda.jit
 def _scan_inclusive(out, x, n):
     buf = cuda.shared.array(SCAN_TPB, numba.float32)
     t = cuda.threadIdx.x
@@ -417,6 +482,27 @@ def _matmul_one_barrier(c, a, b, m, n, k):
             acc += sa[ty, j] * sb[j, tx]
     if row < m and col < n:
         c[row, col] = acc
+
+
+@cuda.jit
+def _matmul_early_return(c, a, b, m, n, k):
+    sa = cuda.shared.array((TILE, TILE), numba.float32)
+    sb = cuda.shared.array((TILE, TILE), numba.float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    b_row = cuda.blockIdx.x * TILE + ty
+    if row >= m or col >= n:
+        return                      # threads past the edge of C leave before the barriers
+    acc = numba.float32(0)
+    for k0 in range(0, k, TILE):
+        sa[ty, tx] = a[row, k0 + tx] if k0 + tx < k else 0
+        sb[tx, ty] = b[b_row, k0 + tx] if b_row < n and k0 + tx < k else 0
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()
+    c[row, col] = acc
 
 
 @cuda.jit
@@ -491,27 +577,87 @@ MISTAKES = {
               "extra_block": (affine, lambda n, threads: n // threads + 1)},
     "broadcast": {"row_col_swap": _outer_swapped, "guard_one_dim": _outer_rows_only},
     "stride": {"no_loop": _axpy_no_loop, "stride_block_only": _axpy_block_stride},
-    "pool": {"missing_sync": _window_no_sync, "no_halo": _window_no_halo, "global_in_loop": _window_global},
-    "dot": {"missing_sync": _dot_no_sync, "non_atomic": _dot_plain_add, "atomic_per_thread": _dot_atomic_each},
-    "scan": {"in_place_race": _scan_one_barrier, "inclusive": _scan_inclusive},
-    "matmul": {"naive": _matmul_naive, "missing_sync": _matmul_one_barrier, "uncoalesced_b": _matmul_column_loads,
-               "no_boundary": _matmul_no_boundary},
+    "pool": {"missing_sync": _window_no_sync, "early_return": _window_early_return, "no_halo": _window_no_halo,
+             "global_in_loop": _window_global},
+    "dot": {"missing_sync": _dot_no_sync, "early_return": _dot_early_return, "non_atomic": _dot_plain_add,
+            "atomic_per_thread": _dot_atomic_each},
+    "scan": {"in_place_race": _scan_one_barrier, "early_return": _scan_early_return, "rereads": _scan_each_prefix,
+             "inclusive": _scan_inclusive},
+    "matmul": {"naive": _matmul_naive, "missing_sync": _matmul_one_barrier, "early_return": _matmul_early_return,
+               "uncoalesced_b": _matmul_column_loads, "no_boundary": _matmul_no_boundary},
     "softmax": {"no_max": _softmax_no_max, "other_zero": _softmax_other_zero, "no_mask": _softmax_no_mask},
 }
 
 
+# ---------------------------------------------------------------- task 9: timing functions with a planted mistake
+# Run on the simulator's virtual clock they give the numbers recorded below (tests/modules/m07 runs them).
+def _device_arrays(n):
+    src = cuda.to_device(np.ones(n, np.float32))
+    return src, cuda.device_array_like(src), (n + 255) // 256
 
 
-def _copy_round(gbs: float, simulated: bool = False, device: str = "cuda") -> dict:
-    """A recorded round: a right copy kernel, ``gbs`` reported (the references below are 1000 GB/s)."""
-    return {"device": device, "simulated": simulated, "n": 2**26, "gbs": gbs,
-            "copy": {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}}
+def _gbs_reads_only(n):
+    src, dst, blocks = _device_arrays(n)
+    return n * 4 / time_fn(lambda: copy_kernel[blocks, 256](dst, src), device=DEVICE).median_s / 1e9
 
 
-def _copy_recorded(gbs: float) -> Recorded:
-    rounds = [_copy_round(gbs) for _ in range(3)]
-    return Recorded({"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": [{"gbs": 1000.0}] * 3}})
+def _gbs_gib(n):
+    src, dst, blocks = _device_arrays(n)
+    return 2 * n * 4 / time_fn(lambda: copy_kernel[blocks, 256](dst, src), device=DEVICE).median_s / 2**30
 
 
-MISTAKES["copy"] = {"reads_only": _copy_recorded(500.0), "host_arrays": _copy_recorded(25.0),
-                    "no_synchronize": _copy_recorded(90000.0)}
+def _gbs_host_arrays(n):
+    src, dst = np.ones(n, np.float32), np.zeros(n, np.float32)
+    blocks = (n + 255) // 256
+    return 2 * n * 4 / time_fn(lambda: copy_kernel[blocks, 256](dst, src), device=DEVICE).median_s / 1e9
+
+
+def _gbs_timed_copies(n):
+    host = np.ones(n, np.float32)
+    blocks = (n + 255) // 256
+
+    def step():
+        src = cuda.to_device(host)
+        dst = cuda.device_array_like(src)
+        copy_kernel[blocks, 256](dst, src)
+        return dst.copy_to_host()
+    return 2 * n * 4 / time_fn(step, device=DEVICE).median_s / 1e9
+
+
+def _gbs_no_synchronize(n):
+    src, dst, blocks = _device_arrays(n)
+    return 2 * n * 4 / time_fn(lambda: copy_kernel[blocks, 256](dst, src)).median_s / 1e9   # device "cpu": no sync
+
+
+def _gbs_no_warmup(n):
+    import time
+    src, dst, blocks = _device_arrays(n)
+    began = time.perf_counter()
+    for _ in range(10):
+        copy_kernel[blocks, 256](dst, src)
+    cuda.synchronize()
+    return 2 * n * 4 * 10 / (time.perf_counter() - began) / 1e9
+
+
+WRONG_TIMERS = {"reads_only": _gbs_reads_only, "gib": _gbs_gib, "host_arrays": _gbs_host_arrays,
+                "timed_copies": _gbs_timed_copies, "no_synchronize": _gbs_no_synchronize,
+                "no_warmup": _gbs_no_warmup}
+
+
+def _sim_recorded(gbs: float, launches: int, synchronizes: int, transfers: int = 1, implicit: int = 0) -> Recorded:
+    """What the check records for a timing function on the virtual clock of the visible case (5e-4 GB/s)."""
+    copy = {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}
+    facts = {"bandwidth_gbs": tasks.SIM_GBS, "launches": launches, "implicit": implicit, "transfers": transfers,
+             "synchronizes": synchronizes, "compiles": 1, "moved": 8 * tasks.SIM_ELEMENTS}
+    round_ = {"device": "cpu", "simulated": True, "n": tasks.SIM_ELEMENTS, "gbs": gbs, "copy": copy, "virtual": facts}
+    return Recorded({"rounds": [round_] * 3, "observed": {"walls": [1.0] * 3, "reference": [{"simulated": True}] * 3}})
+
+
+MISTAKES["copy"] = {
+    "reads_only": _sim_recorded(0.00024999923706288727, launches=15, synchronizes=29),
+    "gib": _sim_recorded(0.0004656598662266271, launches=15, synchronizes=29),
+    "host_arrays": _sim_recorded(1.2195121043499135e-05, launches=4, synchronizes=7, transfers=0, implicit=4),
+    "timed_copies": _sim_recorded(2.380952034948242e-05, launches=4, synchronizes=7, transfers=8),
+    "no_synchronize": _sim_recorded(0.03276144771348328, launches=999, synchronizes=0),
+    "no_warmup": _sim_recorded(0.00019795087498170118, launches=10, synchronizes=1),
+}

@@ -5,7 +5,7 @@ Importing this file decides once per process, before ``numba.cuda`` and ``triton
 - Numba: with an NVIDIA GPU on which a tiny kernel compiles and runs (probed in a child process, so a broken
   CUDA set-up cannot take this kernel down), kernels compile for it; otherwise ``NUMBA_ENABLE_CUDASIM=1`` runs
   them on the simulator (threads of a block as Python threads). A choice already made in the environment, or a
-  ``numba.cuda`` imported before this file, is kept.
+  ``numba.cuda`` imported before this file, is kept. :data:`DEVICE` is what the course's timer synchronizes.
 - Triton: on a GPU that PyTorch can use it compiles; otherwise ``TRITON_INTERPRET=1`` runs kernels with NumPy on
   CPU tensors. Where Triton does not install (it has wheels for Linux only), ``triton`` is None and
   :data:`TRITON_MISSING` says why.
@@ -79,7 +79,24 @@ if "numba.core.config" in sys.modules:   # numba imported earlier read the envir
 from numba import cuda  # noqa: E402  (after the choice above)
 
 SIMULATED: bool = cuda.jit.__module__.endswith("simulator.api") if _simulated is None else _simulated
-DEVICE = "cpu" if SIMULATED else "cuda"   # what the course's timer synchronizes (torch and Numba share the GPU)
+
+
+class SimulatedGPU:
+    """The simulator as the course's timer sees it: ``time_fn(..., device=DEVICE)`` synchronizes with
+    ``cuda.synchronize()``, as on a GPU (a no-op on the simulator, except on the check's virtual clock,
+    :mod:`.clock`). Named ``cpu``, where it runs."""
+
+    name = "cpu"
+
+    def synchronize(self) -> None:
+        cuda.synchronize()
+
+    def __repr__(self) -> str:
+        return "SimulatedGPU(cpu)"
+
+
+# What the course's timer synchronizes: the GPU (torch and Numba share it), or the simulator.
+DEVICE = SimulatedGPU() if SIMULATED else "cuda"
 
 
 class _Absent:
@@ -115,6 +132,15 @@ def _choose_triton():
 triton, tl, TRITON_MISSING = _choose_triton()
 TRITON_INTERPRETED = os.environ.get(INTERPRET_ENV) == "1"
 TRITON_DEVICE = "cpu" if TRITON_INTERPRETED else "cuda"
+
+
+def gpu_name() -> str:
+    """The name of the GPU Numba runs on ("GPU" where it cannot tell)."""
+    try:
+        name = cuda.get_current_device().name
+    except Exception:  # any driver trouble: the name is only for the verdict
+        return "GPU"
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def execute(kernel, grid, block, *args):

@@ -4,14 +4,20 @@ Every Numba kernel is traced on the simulator (:func:`traffic.trace`; on a GPU i
 are the GPU's), so a check sees more than the numbers: accesses out of bounds, elements written never or twice,
 global reads and writes against the task's budget, atomics, races on shared and global memory, and the sectors
 per warp request. Inputs are small integers stored as float32, so sums are exact and values compare exactly. The
-Triton task counts loads and stores on the interpreter (:func:`traffic.trace_triton`). The copy task is a
-measurement: the learner's copy kernel, timed by the learner, side by side with the course's copy kernel (on the
-simulator where there is no GPU: there it grades the bytes counted and the method, not the hardware).
+Triton task counts loads and stores on the interpreter (:func:`traffic.trace_triton`). A case whose kernel breaks
+a rule the exercise says a kernel cannot pass with (a race, a skipped barrier, a read budget, one atomic per block)
+earns nothing for its other parts (:func:`_gate`).
+
+The copy task is a measurement. On a GPU, the learner's copy kernel, timed by the learner, is compared side by
+side with the course's copy kernel. On the simulator a wall-clock bandwidth means nothing: the learner's timing
+function runs on a virtual clock (:mod:`.clock`), where the right answer is exact, and a wrong one tells what was
+counted and timed (the bytes, GB or GiB, host copies, synchronization, warm-up).
 """
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +25,7 @@ import numpy as np
 from ...checks import referee
 from ...checks.core import Part, Task
 from ...i18n import Message, msg
-from . import device, traffic
+from . import clock, device, traffic
 
 POOL_TPB, DOT_TPB, SCAN_TPB, TILE = 64, 64, 128, 16
 BROADCAST_BLOCK = (16, 8)          # (x: columns, y: rows)
@@ -31,8 +37,29 @@ def _m(key: str, **values) -> Message:
     return msg(f"m07.{key}", **values)
 
 
-def _label(ko: str, en: str) -> Message:
-    return Message(ko, en)
+def _label(case: Message | str, ko: str, en: str) -> Message:
+    """A part's short name: the case, an arrow, what is checked."""
+    case = case if isinstance(case, Message) else Message(case, case)
+    return Message(f"{case.ko} → {ko}", f"{case.en} → {en}")
+
+
+def _many(count: int, unit_ko: str, one: str, many: str) -> Message:
+    """``3개`` / ``3 elements``, ``1 element``: a count with its unit in each language."""
+    return Message(f"{count}{unit_ko}", f"{count} {one if count == 1 else many}")
+
+
+def _kind(kind: str) -> Message:
+    """An access or a race as the counter names it (``read``, ``read-write``, ...), in each language."""
+    ko = {"read": "읽기", "write": "쓰기", "read-write": "읽기와 쓰기", "write-write": "쓰기와 쓰기"}.get(kind, kind)
+    return Message(ko, kind)
+
+
+def _index(index) -> str:
+    """A thread or block index without its trailing unused dimensions: ``(13, 1, 0)`` -> ``(13, 1)``, ``(5, 0, 0)`` -> ``5``."""
+    dims = list(index)
+    while len(dims) > 1 and dims[-1] == 0:
+        dims.pop()
+    return str(dims[0]) if len(dims) == 1 else f"({', '.join(map(str, dims))})"
 
 
 def cdiv(a: int, b: int) -> int:
@@ -64,6 +91,8 @@ def report(record: traffic.Trace, outputs: dict) -> dict:
         "shared": [record.shared_reads, record.shared_writes],
         "races": [[r.space, r.array, r.kind, list(r.index), r.phase] for r in record.races[:3]],
         "sectors": {name: record.sectors_per_request(name) for name in record.requests},
+        "skipped_barrier": None if record.skipped_barrier is None else
+        [list(record.skipped_barrier[0]), list(record.skipped_barrier[1]), *record.skipped_barrier[2:]],
         "coverage": {name: [int((w == 0).sum()), int(w.max()) if w.size else 0]
                      for name, w in record.written.items() if name in outputs},
         "values": {name: _values(a) for name, a in outputs.items()},
@@ -101,7 +130,7 @@ def _oob_part(case_text: str, answer: dict, edge: int | None = None, name_edge: 
     at_edge = edge is not None and all(o[1][0] == edge for o in oob)
     mistake = (name_edge if at_edge else name_other) or None
     key = f"mistake.{mistake}" if mistake else "oob"
-    return Part(False, _m(key, case=case_text, array=name, index=index, kind=kind), mistake=mistake, label=label)
+    return Part(False, _m(key, case=case_text, array=name, index=index, kind=_kind(kind)), mistake=mistake, label=label)
 
 
 def _values_part(case_text: str, answer: dict, want: dict, label: Message | None = None, mistake: str | None = None,
@@ -115,32 +144,52 @@ def _values_part(case_text: str, answer: dict, want: dict, label: Message | None
         bad = np.flatnonzero(~np.isclose(a, b, rtol=rel, atol=1e-6 if rel else 0.0))
         if bad.size:
             i = int(bad[0])
-            return Part(False, message or _m("values_wrong", case=case_text, array=name, index=i, want=expected[i],
-                                             found=got[i], count=int(bad.size)), mistake=mistake, label=label)
+            key = "values_unwritten" if got[i] is None else "values_wrong"
+            return Part(False, message or _m(key, case=case_text, array=name, index=i, want=expected[i],
+                                             found=got[i], count=_many(int(bad.size), "개", "element", "elements")),
+                        mistake=mistake, label=label)
     return Part(True, _m("values_right", case=case_text), label=label)
 
 
-def _race_part(case_text: str, answer: dict, space: str, mistake: str, label: Message | None = None) -> Part:
+def _race_part(case_text, answer: dict, space: str, mistake: str, label: Message | None = None) -> Part:
+    """No race on ``space`` memory (a race names ``mistake``); on shared memory, no thread that skipped a barrier."""
+    skipped = answer.get("skipped_barrier") if space == "shared" else None
+    if skipped:
+        block, thread, passed, most = skipped
+        return Part(False, _m("mistake.early_return", case=case_text, block=_index(block), thread=_index(thread),
+                              passed=passed, most=most), mistake="early_return", label=label)
     race = next((r for r in answer.get("races") or [] if r[0] == space), None)
     if race is None:
         return Part(True, _m("no_race"), label=label)
     _, array, kind, index, phase = race
     key = "uninitialised" if kind == "uninitialised" else f"mistake.{mistake}"
     return Part(False, _m(key, case=case_text, array=array_name(array), index=index[0] if len(index) == 1 else index,
-                          kind=kind, phase=phase), mistake=None if kind == "uninitialised" else mistake, label=label)
+                          kind=_kind(kind), phase=phase), mistake=None if kind == "uninitialised" else mistake, label=label)
 
 
 def array_name(array: str) -> Message | str:
     """``shared@12`` -> the shared array declared on line 12 (of the notebook cell); a global array's own name."""
     if array.startswith("shared@"):
         line = array.split("@", 1)[1]
-        return Message(f"{line}행에서 선언한 공유 배열", f"the shared array declared on line {line}")
+        return Message(f"{line}행에 선언한 공유 배열", f"the shared array declared on line {line}")
     return array
 
 
 def _coverage(answer: dict, name: str) -> tuple[int, int]:
     never, most = (answer.get("coverage") or {}).get(name, [0, 0])
     return never, most
+
+
+def _gate(parts: list[Part], rules: list[Part]) -> list[Part]:
+    """The exercise says a kernel that breaks one of ``rules`` (a race, a skipped barrier, a read budget, one
+    atomic per block) does not pass, even when its values come out right. So when one fails, it carries the whole
+    case's weight and says so; the case's other parts keep their verdict (✅ where right) and weigh nothing."""
+    broken = next((r for r in rules if not r.ok), None)
+    if broken is None:
+        return parts
+    total = sum(p.weight for p in parts)
+    return [replace(p, weight=total, message=p.message + _m("rule_broken")) if p is broken else replace(p, weight=0.0)
+            for p in parts]
 
 
 # ---------------------------------------------------------------- 1. guard and blocks
@@ -154,9 +203,11 @@ def _guard_answer(learner, case) -> dict:
     _kernel(kernel)
     n, threads = case["n"], case["threads"]
     blocks = blocks_for(n, threads)
-    if not isinstance(blocks, (int, np.integer)) or isinstance(blocks, bool) or blocks < 1:
+    if not isinstance(blocks, (int, np.integer)) or isinstance(blocks, bool) or blocks < 0:
         return {"blocks": repr(blocks)[:80]}
     blocks = int(blocks)
+    if blocks == 0:   # nothing to launch: every element is left out
+        return {"blocks": 0, "coverage": {"out": [n, 0]}}
     if blocks * threads > 64 * n + 4096:
         return {"blocks": blocks, "error": "too many blocks to simulate"}
     record, (out, *_rest) = device.execute(kernel, blocks, threads, _blank(n), ints(case, "x", n), n)
@@ -165,20 +216,24 @@ def _guard_answer(learner, case) -> dict:
 
 def _guard_score(case, answer, want) -> list[Part]:
     n, threads = case["n"], case["threads"]
-    text = f"n={n}, {threads} threads/block"
+    text = Message(f"n={n}, 블록당 스레드 {threads}", f"n={n}, {threads} threads per block")
     blocks, need = answer.get("blocks"), cdiv(n, threads)
     if not isinstance(blocks, int):
         return [Part(False, _m("blocks_type", found=blocks))]
-    label_b, label_g, label_v = (_label(f"{text} → 블록 수", f"{text} → blocks"),
-                                 _label(f"{text} → 가드", f"{text} → guard"), _label(f"{text} → 값", f"{text} → values"))
+    label_b, label_g, label_v = (_label(text, "블록 수", "blocks"), _label(text, "가드", "guard"),
+                                 _label(text, "값", "values"))
     if blocks < need:
-        part_b = Part(False, _m("mistake.too_few_blocks", n=n, threads=threads, blocks=blocks, need=need,
-                                missing=n - blocks * threads), mistake="too_few_blocks", label=label_b)
+        part_b = Part(False, _m("mistake.too_few_blocks", case=text, blocks=_many(blocks, "개", "block", "blocks"),
+                                need=need, missing=_many(n - blocks * threads, "개", "element", "elements")),
+                      mistake="too_few_blocks", label=label_b)
     elif blocks > need:
-        part_b = Part(False, _m("mistake.extra_block", n=n, threads=threads, blocks=blocks, need=need),
-                      mistake="extra_block", label=label_b)
+        part_b = Part(False, _m("mistake.extra_block", case=text, blocks=_many(blocks, "개", "block", "blocks"),
+                                need=need), mistake="extra_block", label=label_b)
     else:
         part_b = Part(True, _m("blocks_right"), label=label_b)
+    if blocks == 0:
+        return [part_b, Part(False, _m("unwritten", case=text, count=_many(n, "개", "element", "elements")),
+                             mistake="too_few_blocks", label=label_v)]
     crashed = _crashed(answer)
     if crashed:
         return [part_b, crashed]
@@ -187,7 +242,8 @@ def _guard_score(case, answer, want) -> list[Part]:
     if answer.get("oob"):
         part_v = Part(False, _m("values_unknown", case=text), label=label_v)
     elif never and blocks < need:
-        part_v = Part(False, _m("unwritten", case=text, count=never), mistake="too_few_blocks", label=label_v)
+        part_v = Part(False, _m("unwritten", case=text, count=_many(never, "개", "element", "elements")),
+                      mistake="too_few_blocks", label=label_v)
     else:
         part_v = _values_part(text, answer, want, label=label_v)
     return [part_b, part_g, part_v]
@@ -222,16 +278,16 @@ def _broadcast_score(case, answer, want) -> list[Part]:
         name, index, kind = oob[0]
         beyond_rows = len(index) > 1 and index[0] >= rows
         mistake = "row_col_swap" if beyond_rows and rows < cols else "guard_one_dim"
-        parts.append(Part(False, _m(f"mistake.{mistake}", case=text, array=name, index=index, kind=kind)
+        parts.append(Part(False, _m(f"mistake.{mistake}", case=text, array=name, index=index, kind=_kind(kind))
                           if mistake == "guard_one_dim" else _m(f"mistake.{mistake}", case=text),
-                          mistake=mistake, label=_label(f"{text} → 가드", f"{text} → guard")))
+                          mistake=mistake, label=_label(text, "가드", "guard")))
         return parts + [Part(False, _m("values_unknown", case=text))]
     never, _ = _coverage(answer, "out")
     if never:
         return [Part(False, _m("mistake.row_col_swap", case=text),
-                     mistake="row_col_swap", label=_label(f"{text} → 모든 원소", f"{text} → every element"))]
-    return [Part(True, _m("no_oob"), label=_label(f"{text} → 가드", f"{text} → guard")),
-            _values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values"))]
+                     mistake="row_col_swap", label=_label(text, "모든 원소", "every element"))]
+    return [Part(True, _m("no_oob"), label=_label(text, "가드", "guard")),
+            _values_part(text, answer, want, label=_label(text, "값", "values"))]
 
 
 # ---------------------------------------------------------------- 3. a fixed grid: grid-stride loop
@@ -248,17 +304,17 @@ def _stride_answer(kernel, case) -> dict:
 
 def _stride_score(case, answer, want) -> list[Part]:
     n, blocks, threads = case["n"], case["blocks"], case["threads"]
-    text = f"n={n}, {blocks}×{threads} threads"
+    text = Message(f"n={n}, 스레드 {blocks}×{threads}", f"n={n}, {blocks}×{threads} threads")
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
     never, most = _coverage(answer, "out")
-    label = _label(f"{text} → 원소마다 한 번", f"{text} → each element once")
+    label = _label(text, "원소마다 한 번", "each element once")
     if answer.get("oob"):
         once = _oob_part(text, answer, label=label)
     elif never:
-        once = Part(False, _m("mistake.no_loop", case=text, count=never, grid=blocks * threads), mistake="no_loop",
-                    label=label)
+        once = Part(False, _m("mistake.no_loop", case=text, count=_many(never, "개", "element", "elements"),
+                              grid=blocks * threads), mistake="no_loop", label=label)
     elif most > 1:
         once = Part(False, _m("mistake.stride_block_only", case=text, most=most, grid=blocks * threads),
                     mistake="stride_block_only", label=label)
@@ -266,8 +322,8 @@ def _stride_score(case, answer, want) -> list[Part]:
         once = Part(True, _m("each_once"), label=label)
     reads = sum((answer.get("reads") or {}).values())
     traffic_ok = Part(reads == 2 * n, _m("reads_exact", case=text, want=2 * n, found=reads),
-                      label=_label(f"{text} → 읽기 2n", f"{text} → 2n reads"))
-    return [once, traffic_ok, _values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values"))]
+                      label=_label(text, "읽기 2n", "2n reads"))
+    return [once, traffic_ok, _values_part(text, answer, want, label=_label(text, "값", "values"))]
 
 
 # ---------------------------------------------------------------- 4. shared-memory stencil (window of 3)
@@ -299,26 +355,26 @@ def _pool_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
-    parts = [_oob_part(text, answer, label=_label(f"{text} → 범위", f"{text} → bounds")),
-             _race_part(text, answer, "shared", "missing_sync", label=_label(f"{text} → 동기화", f"{text} → barrier"))]
+    sync = _race_part(text, answer, "shared", "missing_sync", label=_label(text, "동기화", "barrier"))
     reads, budget = (answer.get("reads") or {}).get("x", 0), pool_budget(n)
     over = reads > budget
-    parts.append(Part(not over, _m("mistake.global_in_loop" if over else "reads_within", case=text, found=reads,
-                                   budget=budget, naive=3 * n), mistake="global_in_loop" if over else None,
-                      label=_label(f"{text} → 전역 읽기", f"{text} → global reads")))
+    budget_part = Part(not over, _m("mistake.global_in_loop" if over else "reads_within", case=text, found=reads,
+                                    budget=budget, naive=3 * n), mistake="global_in_loop" if over else None,
+                       label=_label(text, "전역 읽기", "global reads"))
+    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, budget_part]
     if answer.get("oob"):
         parts.append(Part(False, _m("values_unknown", case=text)))
     elif _edges_only(answer, want, POOL_TPB):
         parts.append(Part(False, _m("mistake.no_halo", case=text, threads=POOL_TPB), mistake="no_halo",
-                          label=_label(f"{text} → 값", f"{text} → values")))
+                          label=_label(text, "값", "values")))
     else:
-        parts.append(_values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values")))
-    return parts
+        parts.append(_values_part(text, answer, want, label=_label(text, "값", "values")))
+    return _gate(parts, [sync, budget_part])
 
 
 # ---------------------------------------------------------------- 5. dot product: block reduction
 def _dot_visible() -> list:
-    return [{"n": 300, "seed": 10}, {"n": 64, "seed": 11}]
+    return [{"n": 300, "seed": 10}, {"n": 129, "seed": 11}]
 
 
 def _dot_answer(kernel, case) -> dict:
@@ -335,20 +391,21 @@ def _dot_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
-    parts = [_oob_part(text, answer, label=_label(f"{text} → 범위", f"{text} → bounds")),
-             _race_part(text, answer, "shared", "missing_sync", label=_label(f"{text} → 동기화", f"{text} → barrier")),
-             _race_part(text, answer, "global", "non_atomic", label=_label(f"{text} → out[0] 갱신", f"{text} → out[0] update"))]
+    sync = _race_part(text, answer, "shared", "missing_sync", label=_label(text, "동기화", "barrier"))
+    update = _race_part(text, answer, "global", "non_atomic", label=_label(text, "out[0] 갱신", "out[0] update"))
     atomics = (answer.get("atomics") or {}).get("out", 0)
+    per_block = Part(atomics <= blocks, _m("mistake.atomic_per_thread" if atomics > blocks else "atomics_within",
+                                           case=text, found=_many(atomics, "번", "atomic add", "atomic adds"),
+                                           blocks=_many(blocks, "개", "block", "blocks")),
+                     mistake="atomic_per_thread" if atomics > blocks else None,
+                     label=_label(text, "블록당 원자적 덧셈 하나", "one atomic per block"))
     reads = answer.get("reads") or {}
-    parts.append(Part(atomics <= blocks, _m("mistake.atomic_per_thread" if atomics > blocks else "atomics_within",
-                                            case=text, found=atomics, blocks=blocks),
-                      mistake="atomic_per_thread" if atomics > blocks else None,
-                      label=_label(f"{text} → 블록당 원자적 덧셈 하나", f"{text} → one atomic per block")))
     ok_reads = reads.get("a", 0) == n and reads.get("b", 0) == n
-    parts.append(Part(ok_reads, _m("reads_each_once", case=text, n=n, a=reads.get("a", 0), b=reads.get("b", 0)),
-                      label=_label(f"{text} → a, b 한 번씩", f"{text} → a, b once")))
-    parts.append(_values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → value")))
-    return parts
+    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, update, per_block,
+             Part(ok_reads, _m("reads_each_once", case=text, n=n, a=reads.get("a", 0), b=reads.get("b", 0)),
+                  label=_label(text, "a, b 한 번씩", "a, b once")),
+             _values_part(text, answer, want, label=_label(text, "값", "value"))]
+    return _gate(parts, [sync, update, per_block])
 
 
 # ---------------------------------------------------------------- 6. exclusive prefix sum in one block
@@ -368,19 +425,20 @@ def _scan_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
-    parts = [_oob_part(text, answer, label=_label(f"{text} → 범위", f"{text} → bounds")),
-             _race_part(text, answer, "shared", "in_place_race", label=_label(f"{text} → 동기화", f"{text} → barriers"))]
+    sync = _race_part(text, answer, "shared", "in_place_race", label=_label(text, "동기화", "barriers"))
     reads = (answer.get("reads") or {}).get("x", 0)
-    parts.append(Part(reads <= n, _m("reads_within", case=text, found=reads, budget=n, naive=n * (n + 1) // 2),
-                      label=_label(f"{text} → 전역 읽기", f"{text} → global reads")))
+    budget_part = Part(reads <= n, _m("reads_within" if reads <= n else "mistake.rereads", case=text, found=reads,
+                                      budget=n, naive=n * (n - 1) // 2), mistake=None if reads <= n else "rereads",
+                       label=_label(text, "전역 읽기", "global reads"))
+    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, budget_part]
     got = (answer.get("values") or {}).get("out") or []
     inclusive = want["out"][1:] + [want["out"][-1] + want["x_last"]] if want["out"] else []
     if got == inclusive and got != want["out"]:
         parts.append(Part(False, _m("mistake.inclusive", case=text), mistake="inclusive",
-                          label=_label(f"{text} → 값", f"{text} → values")))
+                          label=_label(text, "값", "values")))
     else:
-        parts.append(_values_part(text, answer, {"out": want["out"]}, label=_label(f"{text} → 값", f"{text} → values")))
-    return parts
+        parts.append(_values_part(text, answer, {"out": want["out"]}, label=_label(text, "값", "values")))
+    return _gate(parts, [sync, budget_part])
 
 
 # ---------------------------------------------------------------- 7. tiled C = A Bᵀ
@@ -406,26 +464,27 @@ def _matmul_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
-    parts = [_oob_part(text, answer, name_other="no_boundary", label=_label(f"{text} → 범위", f"{text} → bounds")),
-             _race_part(text, answer, "shared", "missing_sync", label=_label(f"{text} → 동기화", f"{text} → barriers"))]
+    sync = _race_part(text, answer, "shared", "missing_sync", label=_label(text, "동기화", "barriers"))
     reads, budget = answer.get("reads") or {}, matmul_budget(m, n, k)
     over = {x: reads.get(x, 0) for x in ("a", "b") if reads.get(x, 0) > budget[x]}
-    parts.append(Part(not over, _m("mistake.naive" if over else "matmul_reads", case=text, a=reads.get("a", 0),
-                                   b=reads.get("b", 0), budget_a=budget["a"], budget_b=budget["b"],
-                                   naive=m * n * k, tile=TILE), mistake="naive" if over else None, weight=2,
-                      label=_label(f"{text} → 전역 읽기 예산", f"{text} → global-read budget")))
+    budget_part = Part(not over, _m("mistake.naive" if over else "matmul_reads", case=text, a=reads.get("a", 0),
+                                    b=reads.get("b", 0), budget_a=budget["a"], budget_b=budget["b"],
+                                    naive=m * n * k, tile=TILE), mistake="naive" if over else None, weight=2,
+                       label=_label(text, "전역 읽기 예산", "global-read budget"))
     sectors = answer.get("sectors") or {}
     worst = max((sectors.get(x) or 0.0) for x in ("a", "b"))
     bad = "b" if (sectors.get("b") or 0) > SECTORS_MAX else "a"
-    parts.append(Part(worst <= SECTORS_MAX, _m("mistake.uncoalesced_b" if worst > SECTORS_MAX else "coalesced",
-                                               case=text, array=bad, found=worst, most=SECTORS_MAX),
-                      mistake="uncoalesced_b" if worst > SECTORS_MAX else None,
-                      label=_label(f"{text} → 합병 접근", f"{text} → coalescing")))
+    parts = [_oob_part(text, answer, name_other="no_boundary", label=_label(text, "범위", "bounds")), sync,
+             budget_part,
+             Part(worst <= SECTORS_MAX, _m("mistake.uncoalesced_b" if worst > SECTORS_MAX else "coalesced",
+                                           case=text, array=bad, found=worst, most=SECTORS_MAX),
+                  mistake="uncoalesced_b" if worst > SECTORS_MAX else None,
+                  label=_label(text, "합병 접근", "coalescing"))]
     if answer.get("oob"):
         parts.append(Part(False, _m("values_unknown", case=text)))
     else:
-        parts.append(_values_part(text, answer, want, label=_label(f"{text} → 값", f"{text} → values")))
-    return parts
+        parts.append(_values_part(text, answer, want, label=_label(text, "값", "values")))
+    return _gate(parts, [sync, budget_part])
 
 
 # ---------------------------------------------------------------- 8. Triton: softmax of each row
@@ -489,33 +548,46 @@ def _softmax_score(case, answer, want) -> list[Part]:
             ok = False
         parts.append(Part(ok, _m("softmax_traffic", case=text, want=rows * cols, loads=loads.get("x", 0),
                                  stores=stores.get("y", 0)),
-                          label=_label(f"{text} → 한 번 읽고 한 번 쓰기", f"{text} → read once, write once")))
+                          label=_label(text, "한 번 읽고 한 번 쓰기", "read once, write once")))
     got = (answer.get("values") or {}).get("y") or []
     if any(v is None for v in got):
         parts.append(Part(False, _m("mistake.no_max", case=text), mistake="no_max",
-                          label=_label(f"{text} → 값", f"{text} → values")))
+                          label=_label(text, "값", "values")))
         return parts
     sums = [sum(got[r * cols:(r + 1) * cols]) for r in range(rows)] if len(got) == rows * cols else []
     if sums and any(s < 0.999 for s in sums):
         parts.append(Part(False, _m("mistake.other_zero", case=text, total=min(sums)), mistake="other_zero",
-                          label=_label(f"{text} → 값", f"{text} → values")))
+                          label=_label(text, "값", "values")))
         return parts
-    parts.append(_values_part(text, answer, want, rel=1e-5, label=_label(f"{text} → 값", f"{text} → values")))
+    parts.append(_values_part(text, answer, want, rel=1e-5, label=_label(text, "값", "values")))
     return parts
 
 
-# ---------------------------------------------------------------- 9. copy bandwidth, side by side
-COPY_FLOOR, COPY_CEILING, SIM_ELEMENTS = 64 * 2**20, 2**30, 2048
+# ---------------------------------------------------------------- 9. copy bandwidth
+COPY_FLOOR, COPY_CEILING = 64 * 2**20, 2**30
+SIM_ELEMENTS, SIM_GBS = 2048, 5e-4   # the simulator's copy: elements, and the virtual device's bandwidth (GB/s)
+SIM_LINK_SHARE = 20                  # the virtual host link is this many times slower than the device's memory
+SIM_TOLERANCE = 0.01                 # on the virtual clock a right answer is exact to far better than 1%
+SIM_ROUND_FLOOR_S = 0.01             # a round on the simulator traces a copy launch: it takes longer than this
+GIB_RATIO = 1e9 / 2**30              # GiB/s reported instead of GB/s
+
+
+def _times(ratio: float, versus: str) -> Message:
+    """``기준의 0.50배`` / ``0.50x the reference``: a ratio to the reference, the right number or the spec sheet."""
+    ko, en = {"reference": ("기준", "the reference"), "right": ("정답", "the right number"),
+              "spec": ("사양 대역폭", "the spec sheet's bandwidth")}[versus]
+    digits = f"{ratio:.2f}" if ratio < 10 else f"{ratio:.0f}"
+    return Message(f"{ko}의 {digits}배", f"{digits}x {en}")
 
 
 def _copy_visible() -> list:
-    return [{"factor": 4, "seed": 17}]
+    return [{"factor": 4, "seed": 17, "sim_n": SIM_ELEMENTS, "sim_gbs": SIM_GBS}]
 
 
 def copy_elements(case: dict) -> int:
     """float32 elements of the copy: on a GPU at least ``factor`` x its L2 (64 MiB to 1 GiB); simulated, a few."""
     if device.SIMULATED:
-        return SIM_ELEMENTS
+        return int(case.get("sim_n", SIM_ELEMENTS))
     from ...hardware import detect
     acc = detect().best()
     l2 = (acc.l2_bytes if acc else None) or 50 * 2**20
@@ -532,12 +604,16 @@ def _copy_answer(learner, case) -> dict:
     check_n = 1000
     record, (dst, src, *_rest) = device.execute(kernel, *copy_threads(check_n), _blank(check_n),
                                                 ints(case, "src", check_n))
-    right = bool(np.array_equal(dst, src))
+    copy = {"right": bool(np.array_equal(dst, src)), "error": record.error, "oob": bool(record.oob),
+            "reads": sum(record.reads.values()), "writes": sum(record.writes.values()),
+            "sectors": record.sectors_per_request("src")}
     n = copy_elements(case)
-    return {"device": device.DEVICE, "simulated": device.SIMULATED, "n": n, "gbs": _number(measure(n)),
-            "copy": {"right": right, "error": record.error, "oob": bool(record.oob),
-                     "reads": sum(record.reads.values()), "writes": sum(record.writes.values()),
-                     "sectors": record.sectors_per_request("src")}}
+    if not device.SIMULATED:
+        return {"device": device.gpu_name(), "simulated": False, "n": n, "gbs": _number(measure(n)), "copy": copy}
+    bandwidth = float(case.get("sim_gbs", SIM_GBS))
+    with clock.virtual_gpu(bandwidth, bandwidth / SIM_LINK_SHARE, getattr(measure, "__globals__", None)) as gpu:
+        gbs = _number(measure(n))
+    return {"device": "cpu", "simulated": True, "n": n, "gbs": gbs, "copy": copy, "virtual": gpu.facts()}
 
 
 def _number(value: Any) -> Any:
@@ -571,6 +647,10 @@ def reference_copy_gbs(n: int, budget_s: float | None = None) -> float:
 
 
 def _copy_reference(case, answer) -> dict:
+    """The referee's reference: the course's copy measured on the GPU; on the simulator none (the virtual clock
+    gives the exact answer)."""
+    if isinstance(answer, dict) and answer.get("simulated"):
+        return {"simulated": True}
     return {"gbs": reference_copy_gbs(copy_elements(case))}
 
 
@@ -581,7 +661,6 @@ def _spec_bandwidth() -> float | None:
 
 
 def _copy_score(case, answer, want) -> list[Part]:
-    from ...expectations import side_by_side
     rounds = referee.rounds(answer)
     bad = next((r for r in rounds if not (isinstance(r.get("gbs"), (int, float)) and r["gbs"] > 0)), None)
     if not rounds or bad is not None:
@@ -589,37 +668,94 @@ def _copy_score(case, answer, want) -> list[Part]:
     first = rounds[0]
     copy = first.get("copy") or {}
     parts = [Part(bool(copy.get("right")) and not copy.get("oob") and not copy.get("error"),
-                  _m("copy_wrong", error=copy.get("error") or "-"), label=_label("복사 커널 → 값", "copy kernel → values")),
+                  _m("copy_wrong", error=copy.get("error") or "-"), label=_label("copy_kernel", "값", "values")),
              Part(copy.get("reads") == 1000 and copy.get("writes") == 1000 and (copy.get("sectors") or 99) <= 4.0,
                   _m("copy_traffic", reads=copy.get("reads"), writes=copy.get("writes"), sectors=copy.get("sectors")),
-                  label=_label("복사 커널 → 트래픽", "copy kernel → traffic"))]
-    n = first.get("n") or copy_elements(case)
-    simulated = bool(first.get("simulated"))
-    where = _m("copy_where_sim" if simulated else "copy_where_gpu", device=first.get("device"))
-    what = _m("copy_what", n=n, where=where)
+                  label=_label("copy_kernel", "트래픽", "traffic"))]
+    measured, timed = (_copy_virtual if first.get("simulated") else _copy_on_gpu)(case, answer, rounds)
+    return parts + timed if measured else timed   # numbers nobody watched being measured: worth nothing
+
+
+def _copy_virtual(case, answer, rounds) -> tuple[bool, list[Part]]:
+    """The simulator: the rounds ran on the virtual clock, where the right answer is the device's bandwidth.
+    Returns (measured, parts) as :func:`expectations.side_by_side` does."""
+    n = int(rounds[0].get("n") or copy_elements(case))
+    right = float(case.get("sim_gbs", SIM_GBS))
+    what = _m("copy_what_sim", n=n)
+    why = referee.unmeasured(answer, lambda r: SIM_ROUND_FLOOR_S)
+    if why:   # a round that returned sooner than a traced launch takes did not run the copy: worth nothing
+        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
+        return False, [Part(False, msg(key, what=what, why=why), 2)]
+    middle = sorted(rounds, key=lambda r: r["gbs"])[(len(rounds) - 1) // 2]
+    found, facts = middle["gbs"], middle.get("virtual") or {}
+    values = dict(n=n, bytes=f"{8 * n:,}", ms=f"{8 * n / (right * 1e9) * 1e3:.1f}", right=f"{right:.3g}",
+                  found=f"{found:.3g}", ratio=_times(found / right, "right"))
+    label = _label(Message("가상 시계", "virtual clock"), "잰 값", "measured value")
+    if facts.get("launches") and abs(found / right - 1) <= SIM_TOLERANCE:
+        return True, [Part(True, _m("copy_sim_right", **values), 2, measured=True, label=label)]
+    key, mistake = _virtual_mistake(n, found, right, facts)
+    return True, [Part(False, _m(key, **values, moved=f"{facts.get('moved', 0):,}", launches=facts.get("launches", 0),
+                                 transfers=facts.get("transfers", 0), compile_s=clock.COMPILE_S)
+                       + _m("copy_sim_found", **values), 2, mistake=mistake, label=label)]
+
+
+def _virtual_mistake(n: int, found: float, right: float, facts: dict) -> tuple[str, str | None]:
+    """(message key, mistake) for a wrong number on the virtual clock, from what the device recorded."""
+    ratio = found / right
+    launches = facts.get("launches", 0)
+    near = lambda target: abs(ratio / target - 1) <= SIM_TOLERANCE  # noqa: E731
+    if not launches:
+        return "copy_sim_no_launch", None
+    if facts.get("moved") != 8 * n:
+        return "copy_sim_moved", None
+    if facts.get("implicit"):
+        return "mistake.host_arrays", "host_arrays"
+    if facts.get("transfers", 0) >= launches:
+        return "mistake.timed_copies", "timed_copies"
+    if ratio > 1 and not facts.get("synchronizes"):
+        return "mistake.no_synchronize", "no_synchronize"
+    if near(GIB_RATIO):
+        return "mistake.gib", "gib"
+    if near(0.5) or near(0.5 * GIB_RATIO):
+        return "mistake.reads_only", "reads_only"
+    # a time that holds k launches and one compilation: found = 8n·k / (COMPILE_S + k·copy_s)
+    rate, copy_s = found * 1e9, 8 * n / (right * 1e9)
+    if ratio < 1 and 8 * n > rate * copy_s:
+        k = clock.COMPILE_S * rate / (8 * n - rate * copy_s)
+        if 0.5 <= k <= launches + 0.5 and abs(k - round(k)) <= SIM_TOLERANCE * k:
+            return "mistake.no_warmup", "no_warmup"
+    return "copy_sim_other", None
+
+
+def _copy_on_gpu(case, answer, rounds) -> tuple[bool, list[Part]]:
+    """A GPU: the median round against the course's copy kernel measured in turns with it, and the spec sheet."""
+    from ...expectations import side_by_side
+    n = int(rounds[0].get("n") or copy_elements(case))
+    what = _m("copy_what", n=f"{n:,}", device=rounds[0].get("device") or "GPU")
     measured, compared = side_by_side("bandwidth", answer, what, lambda r: r["gbs"], lambda ref: ref["gbs"],
                                       lambda r: 2 * n * 4 / (r["gbs"] * 1e9), "GB/s")
-    if not measured:   # numbers the referee did not watch being measured: the task is worth nothing
-        return compared
-    parts += compared
+    if not measured:
+        return False, compared
+    parts = list(compared)
     found = referee.median_ratio(answer, lambda r: r["gbs"], lambda ref: ref["gbs"])
     ratio = found[0] if found else None
     if ratio is not None and not compared[0].ok:
         if 0.4 <= ratio <= 0.6:
-            parts.append(Part(False, _m("mistake.reads_only", ratio=ratio), weight=0, mistake="reads_only"))
-        elif ratio < 0.25 and not simulated:
-            parts.append(Part(False, _m("mistake.host_arrays", ratio=ratio), weight=0, mistake="host_arrays"))
-        elif ratio > 3 and not simulated:
-            parts.append(Part(False, _m("mistake.no_synchronize", ratio=ratio), weight=0, mistake="no_synchronize"))
+            parts.append(Part(False, _m("mistake.reads_only", ratio=_times(ratio, "reference")), weight=0,
+                              mistake="reads_only"))
+        elif ratio < 0.25:
+            parts.append(Part(False, _m("mistake.host_arrays", ratio=_times(ratio, "reference")), weight=0,
+                              mistake="host_arrays"))
+        elif ratio > 3:
+            parts.append(Part(False, _m("mistake.no_synchronize", ratio=_times(ratio, "reference")), weight=0,
+                              mistake="no_synchronize"))
     spec = _spec_bandwidth()
     if spec:
         gbs = max(r["gbs"] for r in rounds)
         over = gbs > SPEC_CAP * spec
         parts.append(Part(not over, _m("mistake.no_synchronize" if over else "below_spec", found=gbs, spec=spec,
-                                       ratio=gbs / spec), mistake="no_synchronize" if over else None))
-    if simulated:
-        parts.append(Part(True, _m("copy_simulated"), weight=0, measured=True))
-    return parts
+                                       ratio=_times(gbs / spec, "spec")), mistake="no_synchronize" if over else None))
+    return True, parts
 
 
 TASKS = {
@@ -632,18 +768,20 @@ TASKS = {
     "stride": Task(title=_m("title.stride"), answer=_stride_answer, score=_stride_score, visible=_stride_visible,
                    hint=_hint, kind="transfer", level="core", mistakes=("no_loop", "stride_block_only")),
     "pool": Task(title=_m("title.pool"), answer=_pool_answer, score=_pool_score, visible=_pool_visible, hint=_hint,
-                 kind="transfer", level="core", mistakes=("missing_sync", "no_halo", "global_in_loop")),
+                 kind="transfer", level="core", mistakes=("missing_sync", "early_return", "no_halo", "global_in_loop")),
     "dot": Task(title=_m("title.dot"), answer=_dot_answer, score=_dot_score, visible=_dot_visible, hint=_hint,
-                kind="recall", level="core", mistakes=("missing_sync", "non_atomic", "atomic_per_thread")),
+                kind="recall", level="core",
+                mistakes=("missing_sync", "early_return", "non_atomic", "atomic_per_thread")),
     "scan": Task(title=_m("title.scan"), answer=_scan_answer, score=_scan_score, visible=_scan_visible, hint=_hint,
-                 kind="transfer", level="core", mistakes=("in_place_race", "inclusive")),
+                 kind="transfer", level="core",
+                 mistakes=("in_place_race", "early_return", "rereads", "inclusive")),
     "matmul": Task(title=_m("title.matmul"), answer=_matmul_answer, score=_matmul_score, visible=_matmul_visible,
                    hint=_hint, kind="transfer", level="stretch",
-                   mistakes=("naive", "missing_sync", "uncoalesced_b", "no_boundary")),
+                   mistakes=("naive", "missing_sync", "early_return", "uncoalesced_b", "no_boundary")),
     "softmax": Task(title=_m("title.softmax"), answer=_softmax_answer, score=_softmax_score,
                     visible=_softmax_visible, kind="transfer", level="core",
                     mistakes=("no_max", "other_zero", "no_mask")),
     "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible, hint=_hint,
                  measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
-                 mistakes=("reads_only", "host_arrays", "no_synchronize")),
+                 mistakes=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup")),
 }

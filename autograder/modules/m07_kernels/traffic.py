@@ -10,7 +10,9 @@ the kernel's Python function) with every array argument wrapped, and returns a :
 - **shared memory and barriers**: every access with the number of ``cuda.syncthreads()`` its thread has passed
   (its *phase*). Two threads of a block that touch one element in the same phase, one of them writing, race:
   nothing orders them. A read of an element no thread of the block has written before is uninitialised. Both
-  are found from the record, whatever order the simulator happened to run the threads in;
+  are found from the record, whatever order the simulator happened to run the threads in. A thread that passes
+  fewer barriers than the others of its block (it returned early) is recorded too: on a GPU every thread of a
+  block must reach every ``cuda.syncthreads()``;
 - **global races**: two threads that touch one element with at least one plain (non-atomic) write, unless they
   are in the same block and a barrier separates them (nothing orders different blocks within a launch).
 
@@ -71,6 +73,7 @@ class Trace:
     sectors: Counter = field(default_factory=Counter)    # array -> 32-byte sectors over all its requests
     written: dict = field(default_factory=dict)          # array -> writes per element (ndarray of counts)
     error: str | None = None                              # what the kernel raised, if anything
+    skipped_barrier: tuple | None = None   # (block, thread, barriers it passed, barriers others of its block passed)
 
     @property
     def threads(self) -> int:
@@ -90,6 +93,7 @@ class _Recorder:
         self.events: list = []   # global: (array, flat, write, atomic, block, thread, phase, line, occurrence)
         self.shared: list = []   # shared: (key, flat, write, atomic, block, thread, phase)
         self.oob: list = []
+        self.barriers: dict = {}  # (block, thread) -> barriers passed (threads that never reached one: absent)
 
     def who(self) -> tuple:
         """(block, thread, state) of the calling simulator thread; state holds its phase and counters."""
@@ -210,8 +214,10 @@ def _module_class():
         original = getattr(kernelapi.FakeCUDAModule, name)
 
         def call(self, *args):
-            _, _, state = _ACTIVE[-1].who()
+            rec = _ACTIVE[-1]
+            block, thread, state = rec.who()
             state["phase"] += times
+            rec.barriers[(block, thread)] = state["phase"]
             return original(self, *args)
         return call
 
@@ -242,15 +248,20 @@ def _dims(value) -> tuple:
     return dims + (1,) * (3 - len(dims))
 
 
+def argument_names(kernel: Any, count: int) -> list[str]:
+    """The names of a kernel's first ``count`` parameters (``argN`` where the signature cannot tell)."""
+    try:
+        names = list(inspect.signature(python_function(kernel)).parameters)[:count]
+    except (TypeError, ValueError):
+        names = []
+    return names + [f"arg{i}" for i in range(len(names), count)]
+
+
 def trace(kernel: Any, grid, block, *args) -> Trace:
     """Run ``kernel[grid, block](*args)`` on the simulator, NumPy arrays in place, and record what it did."""
     fn = python_function(kernel)
     grid3, block3 = _dims(grid), _dims(block)
-    try:
-        names = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        names = []
-    names += [f"arg{i}" for i in range(len(names), len(args))]
+    names = argument_names(kernel, len(args))
     sim_kernel, Module = _module_class()
     with _LOCK:
         rec = _Recorder(grid3, block3)
@@ -269,7 +280,21 @@ def trace(kernel: Any, grid, block, *args) -> Trace:
     out = Trace(grid=grid3, block=block3, oob=list(rec.oob), error=error)
     _count(out, rec, {names[i]: a for i, a in enumerate(args) if isinstance(a, np.ndarray)})
     out.races = _races(rec)
+    out.skipped_barrier = None if error else _skipped_barrier(rec)
     return out
+
+
+def _skipped_barrier(rec: _Recorder) -> tuple | None:
+    """The first thread that passed fewer barriers than another thread of its block (it returned early), or None."""
+    if not rec.barriers:
+        return None
+    for block in np.ndindex(*rec.grid):
+        passed = {thread: rec.barriers.get((block, thread), 0) for thread in np.ndindex(*rec.block)}
+        most = max(passed.values())
+        fewest = min(passed, key=passed.get)
+        if passed[fewest] < most:
+            return block, fewest, passed[fewest], most
+    return None
 
 
 # ---------------------------------------------------------------- analysis of a record

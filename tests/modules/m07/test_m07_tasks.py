@@ -1,11 +1,13 @@
 """Checks of module 07: references get full marks on hidden cases, blanks and stubs fail, every known mistake loses
 points on the hidden cases too, hard-coded values fail, and the checks write nothing to stderr."""
 import random
+from time import perf_counter   # a clock imported by name, as a notebook may: the virtual clock swaps it too
 
+import numpy as np
 import pytest
 
 from autograder.checks import CheckFailed, check, task
-from autograder.checks.core import Recorded, cases_for, collect, fraction, score_records
+from autograder.checks.core import cases_for, collect, fraction, score_records
 from autograder.modules.m07_kernels import device, tasks
 from autograder.modules.m07_kernels.device import cuda, tl, triton
 from course_answers import m07_kernels as ref
@@ -69,19 +71,99 @@ def test_hidden_cases_include_sizes_that_are_not_multiples_of_the_block(name):
     assert 1 in sizes and any(s not in (1,) and s % 16 for s in sizes)
 
 
-def test_copy_reference_full_marks_on_the_simulator(capfd):
-    assert check("m07.copy", ref.SOLUTIONS["copy"], points=3) is None
+def test_copy_reference_full_marks_on_the_simulator_every_time(capfd):
+    """On the virtual clock the right answer is exact: the reference never loses a point, whatever the load."""
+    for _ in range(5):
+        assert check("m07.copy", ref.SOLUTIONS["copy"], points=3, hidden=True) is None
     out, err = capfd.readouterr()
-    assert "simulator" in out and err == ""
+    assert "virtual clock" in out and err == ""
 
 
-@pytest.mark.parametrize("mistake", ["reads_only", "host_arrays", "no_synchronize"])
-def test_copy_mistakes_score_nothing_for_the_measurement(mistake):
+@pytest.mark.parametrize("mistake", sorted(ref.WRONG_TIMERS))
+def test_a_wrong_timer_on_the_virtual_clock_is_named_and_recorded_as_in_MISTAKES(mistake):
     t = task("m07.copy")
-    wrong = ref.MISTAKES["copy"][mistake]
-    case = t.visible()[wrong.case]
-    parts = t.score(case, wrong.answer, None)
-    assert any(p.mistake == mistake for p in parts) and fraction(parts) < 1.0
+    records = collect(t, (ref.copy_kernel, ref.WRONG_TIMERS[mistake]), cases_for(t, False, SEED), "m07.copy")
+    parts = score_records(t, records)
+    assert any(p.mistake == mistake and not p.ok for p in parts) and fraction(parts) == 0.5
+    recorded = ref.MISTAKES["copy"][mistake].answer["rounds"][0]
+    measured = records[0]["answer"]["rounds"][0]
+    assert measured["virtual"] == recorded["virtual"] and measured["gbs"] == pytest.approx(recorded["gbs"], rel=1e-9)
+
+
+def test_other_right_methods_pass_on_the_virtual_clock():
+    """Events, a hand-written loop after a warm-up, and a clock imported by name all time the same thing."""
+    def events(n):
+        src = cuda.to_device(np.ones(n, np.float32))
+        dst = cuda.device_array_like(src)
+        ref.copy_kernel[(n + 255) // 256, 256](dst, src)       # warm-up (compiles)
+        start, end = cuda.event(), cuda.event()
+        start.record()
+        for _ in range(5):
+            ref.copy_kernel[(n + 255) // 256, 256](dst, src)
+        end.record()
+        end.synchronize()
+        return 2 * n * 4 * 5 / (start.elapsed_time(end) / 1e3) / 1e9
+
+    def by_hand(n):
+        src = cuda.to_device(np.ones(n, np.float32))
+        dst = cuda.device_array_like(src)
+        ref.copy_kernel[(n + 255) // 256, 256](dst, src)
+        cuda.synchronize()
+        began = perf_counter()
+        for _ in range(3):
+            ref.copy_kernel[(n + 255) // 256, 256](dst, src)
+        cuda.synchronize()
+        return 2 * n * 4 * 3 / (perf_counter() - began) / 1e9
+
+    for timer in (events, by_hand):
+        assert share("copy", (ref.copy_kernel, timer), hidden=True) == 1.0
+
+
+def test_a_constant_on_the_virtual_clock_earns_nothing_for_the_measurement():
+    t = task("m07.copy")
+    parts = score_records(t, collect(t, (ref.copy_kernel, lambda n: 5e-4), cases_for(t, True, SEED), "m07.copy"))
+    measured = [p for p in parts if p.weight == 2]
+    assert measured and not any(p.ok for p in measured)
+
+
+def _gpu_rounds(gbs: float) -> dict:
+    copy = {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}
+    rounds = [{"device": "NVIDIA H100", "simulated": False, "n": 2**26, "gbs": gbs, "copy": copy}] * 3
+    return {"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": [{"gbs": 1000.0}] * 3}}
+
+
+@pytest.mark.parametrize("gbs,mistake", [(1000.0, None), (500.0, "reads_only"), (25.0, "host_arrays"),
+                                         (90000.0, "no_synchronize")])
+def test_on_a_gpu_the_copy_is_compared_side_by_side(gbs, mistake):
+    t = task("m07.copy")
+    parts = t.score(t.visible()[0], _gpu_rounds(gbs), None)
+    if mistake is None:
+        assert fraction(parts) == 1.0
+        shown = next(p for p in parts if p.measured).message.en
+        assert "1.00x the reference" in shown and "0.6–1.8x" in shown
+    else:
+        assert any(p.mistake == mistake for p in parts) and fraction(parts) < 1.0
+
+
+@pytest.mark.parametrize("name,mistake", [("dot", "non_atomic"), ("dot", "atomic_per_thread"), ("dot", "missing_sync"),
+                                          ("pool", "missing_sync"), ("pool", "global_in_loop"),
+                                          ("scan", "in_place_race"), ("matmul", "naive"),
+                                          ("matmul", "early_return")])
+def test_a_kernel_the_exercise_says_does_not_pass_keeps_few_points(name, mistake):
+    assert share(name, ref.MISTAKES[name][mistake], hidden=False) == 0.0
+    assert share(name, ref.MISTAKES[name][mistake], hidden=True) <= 0.25
+
+
+def test_messages_count_in_english_and_name_an_unwritten_element_only_when_it_is_one():
+    t = task("m07.guard")
+    parts = score_records(t, collect(t, (ref.affine, lambda n, threads: n // threads), cases_for(t, False, SEED)))
+    text = " ".join(p.message.en for p in parts)
+    assert "with 0 blocks" in text and "with 7 blocks" in text and "1 blocks" not in text
+    scan = task("m07.scan")
+    over = score_records(scan, collect(scan, ref.MISTAKES["scan"]["rereads"], cases_for(scan, False, SEED)))
+    assert all("within" not in p.message.en for p in over if not p.ok)
+    wrong = score_records(scan, collect(scan, ref.MISTAKES["scan"]["inclusive"], cases_for(scan, False, SEED)))
+    assert not any("no thread wrote" in p.message.en for p in wrong)
 
 
 def test_a_guard_with_hard_coded_blocks_fails_hidden_cases():

@@ -108,8 +108,26 @@ def read_before(out, x):
     out[i] = x[i - 1]
 
 
+@cuda.jit
+def shift_early_exit(out, x):
+    s = cuda.shared.array(32, numba.float32)
+    t = cuda.threadIdx.x
+    if t >= 24:
+        return                      # these threads never reach the barrier the others wait at
+    s[t] = x[t]
+    cuda.syncthreads()
+    out[t] = s[(t + 1) % 24]
+
+
 def test_the_module_runs_on_the_simulator_here():
-    assert device.SIMULATED and device.DEVICE == "cpu"
+    assert device.SIMULATED and str(device.DEVICE.name) == "cpu"
+
+
+def test_a_thread_that_returns_before_a_barrier_is_named():
+    x = np.arange(32, dtype=np.float32)
+    early = traffic.trace(shift_early_exit, 1, 32, np.zeros(32, np.float32), x)
+    assert early.skipped_barrier == ((0, 0, 0), (24, 0, 0), 0, 1)
+    assert traffic.trace(shift_synced, 1, 32, np.zeros(32, np.float32), x).skipped_barrier is None
 
 
 def test_a_guarded_map_reads_and_writes_each_element_once():
