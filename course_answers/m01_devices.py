@@ -99,7 +99,12 @@ def synchronizer(device: Any) -> Callable[[], None]:
 def time_call(fn: Callable[[], Any], device: Any, repeats: int = 5, warmup: int = 1,
               clock: Callable[[], float] = time.perf_counter) -> float:
     """Median seconds per call of ``fn`` on ``device``: warm up, synchronize before and after each call."""
-    sync = synchronizer(device)
+    return _timed(fn, synchronizer(device), repeats, warmup, clock)
+
+
+def _timed(fn: Callable[[], Any], sync: Callable[[], None], repeats: int, warmup: int,
+           clock: Callable[[], float]) -> float:
+    """Median seconds per call of ``fn``, waiting with ``sync`` before and after each timed call."""
     for _ in range(warmup):
         fn()
     samples = []
@@ -196,8 +201,11 @@ def _mlx_hidden(rng) -> list:
 
 OLD_NVIDIA = (("Tesla P100-PCIE-16GB", 16, (6, 0), 56), ("NVIDIA GeForce GTX 1080", 8, (6, 1), 20),
               ("Tesla K80", 12, (3, 7), 13))
-AMD = (("AMD Instinct MI250X", 64, "gfx90a:sramecc+:xnack-", 110), ("AMD Instinct MI325X", 256, "gfx942", 304),
-       ("AMD Radeon PRO W7900", 48, "gfx1100", 96))
+# name, memory (GiB), gcnArchName, major.minor as torch reports it on ROCm (the gfx number), compute units
+AMD = (("AMD Instinct MI250X", 64, "gfx90a:sramecc+:xnack-", (9, 0), 110),
+       ("AMD Instinct MI325X", 256, "gfx942:sramecc+:xnack-", (9, 4), 304),
+       ("AMD Instinct MI355X", 288, "gfx950:sramecc+:xnack-", (9, 5), 256),
+       ("AMD Radeon PRO W7900", 48, "gfx1100", (11, 0), 96))
 MACS = ("Apple M1 Pro", "Apple M2 Max", "Apple M3", "Apple M4 Max", "Apple M3 Ultra")
 
 
@@ -209,9 +217,9 @@ def _random_setup(rng, kind: str) -> dict:
                "minor": minor, "sms": sms}
         return {"gpus": [gpu] * rng.randint(1, 8), "ram_bytes": ram}
     if kind == "amd":
-        name, gib, arch, cus = rng.choice(AMD)
-        gpu = {"name": name, "total_memory": int(gib * 2**30 * rng.uniform(0.97, 0.995)), "major": 9, "minor": 4,
-               "sms": cus, "arch": arch}
+        name, gib, arch, (major, minor), cus = rng.choice(AMD)
+        gpu = {"name": name, "total_memory": int(gib * 2**30 * rng.uniform(0.97, 0.995)), "major": major,
+               "minor": minor, "sms": cus, "arch": arch}
         return {"gpus": [gpu] * rng.randint(1, 8), "hip": rng.choice(["6.2.41133", "6.4.43482", "7.0.51831"]),
                 "ram_bytes": ram}
     if kind == "mac":
@@ -311,6 +319,10 @@ def _picker_no_getattr(prefer=None, torch_module=None):
     return pick_device(prefer, torch_module)
 
 
+def _picker_global_torch(prefer=None, torch_module=None):
+    return pick_device(prefer)  # the global torch: this computer, whatever torch_module says
+
+
 def _mlx_import_only():
     try:
         import mlx.core as mx
@@ -391,15 +403,29 @@ def _timer_one_warmup(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
     return time_call(fn, device, repeats, 1, clock)
 
 
+def _timer_stored_sync() -> Callable:
+    """A timer whose torch synchronize functions were looked up once, in advance (a module-level dict)."""
+    import torch
+
+    stored = {kind: getattr(torch, kind).synchronize for kind in ("cuda", "mps", "xpu")}
+
+    def wrong(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+        sync = device.synchronize if hasattr(device, "synchronize") else stored.get(str(device).split(":")[0])
+        return _timed(fn, sync or (lambda: None), repeats, warmup, clock)
+    return wrong
+
+
 def _speedup_recorded(**round_values) -> Recorded:
-    good = {"cpu_s": 0.0042, "accel_s": 0.0041, "accel_device": "cpu", "calls": [6, 6]}
+    """A recorded answer of a CPU-only machine: five rounds alike, each step built on the CPU and called 6 times."""
+    good = {"cpu_s": 0.0042, "accel_s": 0.0041, "accel_device": "cpu",
+            "builds": [{"device": "cpu", "calls": 6, "spent_s": 5 * 0.0043}] * 2}
     rounds = [{**good, **round_values}] * 5
     return Recorded({"rounds": rounds, "observed": {"walls": [1.0] * 5,
                                                     "reference": [{"cpu_s": 0.004, "accel_s": 0.004}] * 5}})
 
 
 def _audit_without(step: str) -> Callable:
-    """``diagnose`` with one experiment left out or done so that it cannot see its bug."""
+    """``diagnose`` with one experiment left out, or done so that it misses its bug or blames a right timer."""
     def wrong(timer):
         work = 0.01
 
@@ -415,10 +441,16 @@ def _audit_without(step: str) -> Callable:
         if step == "confounded":  # queued work and a slow first call at once, judged by a loose threshold
             if run(warmup=1, slow_first=1, first_s=100 * work, queued=20) > 1.5 * one:
                 bugs.add("no_warmup")
+        elif step == "warmup0":  # the slow first call, but no warm-up asked for: every timer times it
+            if run(slow_first=1, first_s=100 * work) > one + 50 * work:
+                bugs.add("no_warmup")
         elif step != "no_warmup" and run(warmup=1, slow_first=1, first_s=100 * work) > one + 50 * work:
             bugs.add("no_warmup")
         if step != "total" and run(repeats=4) > 3 * one:
             bugs.add("total")
+        elif step == "repeats2":  # two samples: their median is their mean
+            if run(repeats=2, hiccup_at=(2,), hiccup_s=100 * work) > one + 10 * work:
+                bugs.add("mean")
         else:  # missed_mean: the hiccup falls on the warm-up call, which a right timer never times
             hiccup = (1,) if step == "mean" else (3,)
             if run(repeats=5, warmup=int(step == "mean"), hiccup_at=hiccup, hiccup_s=100 * work) > one + 10 * work:
@@ -430,11 +462,12 @@ def _audit_without(step: str) -> Callable:
 MISTAKES = {
     "picker": {"mps_before_cuda": _picker_mps_first, "prefer_unchecked": _picker_unchecked,
                "prefer_falls_back": _picker_falls_back, "unknown_name": _picker_alias,
-               "no_getattr_xpu": _picker_no_getattr},
+               "no_getattr_xpu": _picker_no_getattr, "ignores_torch_module": _picker_global_torch},
     "mlx": {"mlx_import_only": _mlx_import_only, "mlx_exception_escapes": _mlx_import_error_only,
             "mlx_metal_only": _mlx_metal_only},
     "setup": {
         "rocm_name": _setup_with(device=lambda t, r, right: "rocm" if t.version.hip else right["device"]),
+        "rocm_no_bf16": _setup_with(dtype=lambda t, r, right: "float16" if t.version.hip else right["dtype"]),
         "bf16_emulated": _setup_with(dtype=lambda t, r, right: "bfloat16" if right["device"] == "cuda"
                                      and t.cuda.is_bf16_supported() else right["dtype"]),
         "fp16_without_tensor_cores": _setup_with(dtype=lambda t, r, right: "float16" if right["dtype"] == "float32"
@@ -450,6 +483,8 @@ MISTAKES = {
                                        if not j["lora_params"] else _right_need(j)),
         "frozen_as_trained": _memory_with(need=lambda j: 16 * (j["params"] + j["lora_params"]) / 1e9
                                           + j["activation_gb"]),
+        "adapter_as_frozen": _memory_with(need=lambda j: 2 * (j["params"] + j["lora_params"]) / 1e9
+                                          + j["activation_gb"] if j["lora_params"] else _right_need(j)),
         "frozen_forgotten": _memory_with(need=lambda j: 16 * (j["lora_params"] or j["params"]) / 1e9
                                          + j["activation_gb"]),
         "no_activations": _memory_with(need=lambda j: _right_need(j) - j["activation_gb"]),
@@ -463,9 +498,14 @@ MISTAKES = {
                                                                 if g * 2**30 >= need * 1e9), default=(0, None))[1]),
     },
     "timer": {"no_wait": _timer_with("no_wait"), "string_device": _timer_string_blind,
+              "stored_sync": _timer_stored_sync(),
               "earlier_work": _timer_with("earlier_work"), "no_warmup": _timer_one_warmup,
               "mean": _timer_with("mean"), "total": _timer_with("total"), "ignores_clock": _timer_fixed_clock},
-    "speedup": {"one_call": _speedup_recorded(calls=[1, 1]),
+    "speedup": {"one_call": _speedup_recorded(builds=[{"device": "cpu", "calls": 1, "spent_s": 0.0}] * 2),
+                # one warm-up call, then three steps timed together and reported as one (the trial's answer)
+                "steps_total": _speedup_recorded(cpu_s=0.0126, accel_s=0.0123,
+                                                 builds=[{"device": "cpu", "calls": 4, "spent_s": 3 * 0.0042}] * 2),
                 "ms_not_s": _speedup_recorded(cpu_s=4.2, accel_s=4.1)},
-    "audit": {**{f"missed_{bug}": _audit_without(bug) for bug in BUGS}, "false_alarm": _audit_without("confounded")},
+    "audit": {**{f"missed_{bug}": _audit_without(bug) for bug in BUGS}, "false_no_warmup": _audit_without("warmup0"),
+              "false_mean": _audit_without("repeats2"), "false_alarm": _audit_without("confounded")},
 }

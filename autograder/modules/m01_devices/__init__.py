@@ -6,6 +6,7 @@ honestly, and where fine-tuning a model fits.
   any load), used by the lesson and the timer tasks.
 - ``machines.py``: torch and MLX as other machines answer (a T4, a ROCm node, a Mac; an MLX that computes lazily or
   fails when it evaluates), on top of the core fakes in ``autograder/fakes/devices.py``.
-- ``lesson.py``: the small MLP training step the lesson and the speed-up task time, and the lesson's figures,
-  tables and widgets (throughput, memory per recipe, the fit explorer, CUDA/NVML/CPU summaries).
+- ``lesson.py``: the small MLP training step the lesson and the speed-up task time (with the CPU threads that
+  task times it on), and the lesson's figures, tables and widgets (throughput, memory per recipe, the fit
+  explorer, CUDA/NVML/CPU summaries).
 """

@@ -2,6 +2,7 @@
 tables and widgets."""
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 from ...i18n import msg
@@ -46,6 +47,23 @@ def make_step(device="cpu", width: int = 256, depth: int = 3, batch: int = 128,
         return loss
 
     return step
+
+
+@contextlib.contextmanager
+def step_threads():
+    """CPU threads as exercise 01's speed-up check times a step: one on a computer without an accelerator (CPU vs
+    CPU, comparable even on a shared machine), torch's own number otherwise."""
+    import torch
+
+    from ...hardware import best_device
+
+    threads = torch.get_num_threads()
+    if best_device() == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def step_flops(width: int, depth: int = 3, batch: int = 128) -> float:

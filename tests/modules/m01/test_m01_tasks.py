@@ -1,6 +1,7 @@
 """Module 01 checks: the reference solution gets full marks, known mistakes lose points and are named."""
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,31 @@ def test_partial_credit_lists_the_parts_that_are_right(solution, capsys):
     assert 0 < earned < 4 and "🟡" in out and "✅ no_wait" in out and "missed" in out
 
 
+def test_the_timer_may_wait_through_the_harness(solution):
+    """Task 5 allows harness.synchronizer(device) for a string or a torch.device: it looks torch's up per call."""
+    from autograder import harness
+
+    def with_harness(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+        return answers._timed(fn, harness.synchronizer(device), repeats, warmup, clock)
+    assert share("m01.timer", with_harness) == 1.0
+
+
+def test_only_torchs_own_synchronize_is_named_stored(solution):
+    def own_error(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
+        if isinstance(device, str) and ":" in device:
+            return device.synchronize()  # AttributeError, raised in the learner's own code
+        return solution["time_call"](fn, device, repeats, warmup, clock)
+    t = task("m01.timer")
+    parts = score_records(t, collect(t, own_error, cases_for(t, False, 0)))
+    assert [p.mistake for p in parts if not p.ok] == [None] and "AttributeError" in str(parts)
+
+
+def test_numbers_in_messages_are_written_alike():
+    assert checks._pair(153.2, 150.4, 3, "GB") == {"expected": "153.200 GB", "found": "150.400 GB"}
+    assert checks._pair(10.1, 10.1000004, 3, "ms") == {"expected": "10.1000000 ms", "found": "10.1000004 ms"}
+    assert checks._pair(14.58, "'14.6 GiB'", 2, "GiB") == {"expected": "14.58 GiB", "found": "'14.6 GiB'"}
+
+
 def test_mlx_absent_machine_reference_still_passes(solution):
     import sys
     before = sys.modules.get("mlx.core")
@@ -112,10 +138,28 @@ def test_speedup_reference_is_observed_and_counts_its_calls(solution, monkeypatc
     answer = record["answer"]
     assert record["error"] is None and len(answer["rounds"]) == t.rounds == 5
     assert all(isinstance(r["cpu_s"], float) and isinstance(r["accel_s"], float) for r in answer["rounds"])
-    assert all(r["calls"] == [6, 6] for r in answer["rounds"])  # one warm-up and five timed calls per model
+    # one warm-up and five timed calls per model, and the time those five took
+    assert all([b["calls"] for b in r["builds"]] == [6, 6] for r in answer["rounds"])
+    assert all(0 < b["spent_s"] < w for r, w in zip(answer["rounds"], answer["observed"]["walls"]) for b in r["builds"])
     assert len(answer["observed"]["walls"]) == t.rounds
     assert all(set(ref) == {"cpu_s", "accel_s"} for ref in answer["observed"]["reference"])
     assert referee.unmeasured(answer, lambda r: r["cpu_s"] + r["accel_s"]) is None
+    assert all(r < checks.STEPS_TOTAL_RATIO for r in checks._per_step_ratios(answer["rounds"]).values())
+
+    def three_as_one(make_step, width=512):  # a learner's answer: one warm-up, then 3 steps timed together
+        times = {}
+        for key in ("cpu_s", "accel_s"):
+            step = make_step(answers.pick_device() if key == "accel_s" else "cpu", width)
+            step()
+            start = time.perf_counter()
+            for _ in range(3):
+                step()
+            times[key] = time.perf_counter() - start
+        return {**times, "accel_device": answers.pick_device()}
+    [record] = collect(t, three_as_one, cases_for(t, False, 3), "m01.speedup")
+    ratios = checks._per_step_ratios(record["answer"]["rounds"])
+    assert all(2.5 < r < 3.1 for r in ratios.values()), ratios  # the same calls on both sides: load cannot move it
+    assert "steps_total" in {p.mistake for p in score_records(t, [record])}
     with pytest.raises(CheckFailed, match="NotImplementedError"):
         check("m01.speedup", stub, points=3)
     assert share("m01.speedup", lambda make_step, width=512: [1, 2]) == 0.0
@@ -131,11 +175,16 @@ def speedup(rounds, reference, walls=None):
     return {"rounds": rounds, "observed": {"walls": walls, "reference": reference}}
 
 
+def builds(calls=6, spent_s=0.05, devices=("cpu", "cpu")):
+    """What the check records of the models a compare_devices built: their device, calls and the seconds spent."""
+    return [{"device": d, "calls": calls, "spent_s": spent_s} for d in devices]
+
+
 def test_speedup_score_on_cpu_only_and_accelerator_machines(monkeypatch):
     import autograder.expectations as expectations
     import autograder.hardware as hardware
 
-    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "calls": [6, 6]}
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "builds": builds()}
     ref = {"cpu_s": 0.010, "accel_s": 0.010}
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
     assert fraction(checks._speedup_score({}, speedup([good] * 3, [ref] * 3), None)) == 1.0
@@ -145,16 +194,26 @@ def test_speedup_score_on_cpu_only_and_accelerator_machines(monkeypatch):
     assert fraction(checks._speedup_score({}, noisy_then_good, None)) == 1.0  # the median round counts
     noisy_mostly = speedup([{**good, "accel_s": 0.05}] * 2 + [good], [ref] * 3)
     assert fraction(checks._speedup_score({}, noisy_mostly, None)) == 0.5  # 5x the reference, and a 0.2x "speedup"
-    once = checks._speedup_score({}, speedup([{**good, "calls": [1, 1]}] * 3, [ref] * 3), None)
+    once = checks._speedup_score({}, speedup([{**good, "builds": builds(1, 0.0)}] * 3, [ref] * 3), None)
     assert 0.5 < fraction(once) < 1 and any(p.mistake == "one_call" for p in once)
-    forged = checks._speedup_score({}, speedup([{k: v for k, v in good.items() if k != "calls"}] * 3, [ref] * 3), None)
+    forged = checks._speedup_score({}, speedup([{k: v for k, v in good.items() if k != "builds"}] * 3, [ref] * 3), None)
     assert fraction(forged) == 1.0  # a record without call counts (a hand-built one) is judged on its times
+    total = {**good, "cpu_s": 0.03, "accel_s": 0.033, "builds": builds(4, 0.03)}  # 3 steps timed, reported as one
+    parts = checks._speedup_score({}, speedup([total] * 3, [ref] * 3), None)
+    assert fraction(parts) == 0.5 and [p.mistake for p in parts if not p.ok] == ["steps_total"] * 2
+    two = {**good, "cpu_s": 0.02, "builds": builds(3, 0.02)}  # 2 steps timed as one, on the CPU side only
+    parts = checks._speedup_score({}, speedup([two] * 3, [ref] * 3), None)
+    assert [p.mistake for p in parts if not p.ok] == ["steps_total"] and "CPU" in parts[1].message.en
 
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cuda")
     monkeypatch.setattr(expectations, "expect", lambda kind, **kw: band(1.0, 80.0))
-    on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda", "calls": [6, 6]}
+    on_gpu = {"cpu_s": 0.050, "accel_s": 0.002, "accel_device": "cuda",
+              "builds": [{"device": "cpu", "calls": 6, "spent_s": 0.25}, {"device": "cuda", "calls": 6, "spent_s": 0.01}]}
     gpu_ref = {"cpu_s": 0.05, "accel_s": 0.002}
     assert fraction(checks._speedup_score({}, speedup([on_gpu] * 3, [gpu_ref] * 3), None)) == 1.0
+    gpu_total = {**on_gpu, "accel_s": 0.01}  # five GPU steps reported as one: 5x the GPU calls it timed
+    parts = checks._speedup_score({}, speedup([gpu_total] * 3, [gpu_ref] * 3), None)
+    assert [p.mistake for p in parts if not p.ok] == ["steps_total"]
     unsynchronized = {**on_gpu, "accel_s": 0.00002}  # timed the launch: 2500x "speedup", 100x off the reference
     parts = checks._speedup_score({}, speedup([unsynchronized] * 3, [gpu_ref] * 3), None)
     assert fraction(parts) == 0.5
@@ -167,7 +226,7 @@ def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
     import autograder.hardware as hardware
 
     monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
-    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "calls": [6, 6]}
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "builds": builds()}
     ref = {"cpu_s": 0.010, "accel_s": 0.010}
     constant = checks._speedup_score({}, speedup([good] * 3, [ref] * 3, walls=[1e-5] * 3), None)  # returned at once
     assert fraction(constant) == 0.0 and "this was not measured" in constant[0].message.en
