@@ -14,7 +14,7 @@ from autograder.grading.collect import from_folder
 from autograder.grading.course import REPO
 from autograder.grading.generate import generate
 from autograder.grading.submit import SubmitError, submit
-from fixtures.grading_course import ASSIGNMENT, corpus, demo_course
+from fixtures.grading_course import ASSIGNMENT, build, corpus, demo_course
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,55 @@ def test_submit_asks_for_the_student_id(course, tmp_path, capsys, monkeypatch):
     assert cli(course, "submit", ASSIGNMENT, "--to", str(tmp_path)) == 2
     out = capsys.readouterr().out
     assert "--student" in out and "학생 id" in out
+
+
+def test_ctrl_c_stops_the_batch_in_one_line_and_leaves_no_process(tmp_path):
+    """An instructor's Ctrl-C: one bilingual line (how many were graded, that a rerun goes on), no traceback, and
+    every process the grader started (workers in their own sessions, kernels) is gone with it."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    course = demo_course(tmp_path / "course")
+    slow = {"cells": {"add_solution": "import time\ntime.sleep(120)\ndef add(a, b):\n    return a + b"}}
+    for student in ("s1", "s2", "s3"):
+        build(course, student, slow)
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "instructor", "grade", ASSIGNMENT, "--root",
+                             str(course.root), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    grader = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _kernels(grader):
+        time.sleep(0.5)
+    started = _alive(grader)
+    assert _kernels(grader), "no kernel started within 120 s"
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in out + err, out + err
+    assert "Interrupted: 0 of 3" in out + err and "중단됨" in out + err, out + err
+    psutil.wait_procs(started, timeout=30)
+    assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], \
+        "processes of the grader outlived it"
+
+
+def _alive(process) -> list:
+    import psutil
+    try:
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _kernels(process) -> list:
+    """The kernels among a process's descendants (a process may end while it is looked at)."""
+    import psutil
+    found = []
+    for child in _alive(process):
+        try:
+            if "ipykernel" in " ".join(child.cmdline()):
+                found.append(child)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            continue
+    return found

@@ -177,10 +177,17 @@ def _remove_stale_scratch(max_age_s: float = 86400) -> None:
             continue
 
 
-def _die_with_grader() -> None:
-    """Worker initializer (Linux): the worker is killed when its parent goes (``kill -9`` of the grader)."""
+def _worker_setup() -> None:
+    """Worker initializer (Linux): the worker is killed when its parent goes (``kill -9`` of the grader), and it runs
+    in a session of its own. The sandboxed kernel does (bubblewrap's new session), and Linux schedules each session
+    as a group: the referee's reference measurements, taken in the worker, then get the same share of the CPU as
+    the learner's measurement they are compared with, whatever else runs in the grader's session."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    try:
+        os.setsid()
     except (OSError, AttributeError):
         pass
 
@@ -190,7 +197,8 @@ def _run(jobs: list[Job], workers: int):
     if workers == 1:
         yield from map(grade, jobs)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_die_with_grader)
+    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_worker_setup)
+    finished = False
     try:
         futures = {pool.submit(grade, job): job for job in jobs}
         for future in as_completed(futures):
@@ -199,8 +207,25 @@ def _run(jobs: list[Job], workers: int):
                 yield future.result()
             except Exception as exc:  # the worker process itself died
                 yield Outcome(job.student, job.assignment, job.seed, error=f"worker failed: {type(exc).__name__}: {exc}")
-    finally:  # interrupted or failed: queued submissions are not started
+        finished = True
+    finally:  # interrupted or failed: queued submissions are not started, and the workers (in their own sessions,
+        # out of reach of Ctrl-C) are stopped rather than finishing the submissions they hold
+        if not finished:
+            _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes (their kernels die with them: bubblewrap's --die-with-parent)."""
+    stop = getattr(pool, "kill_workers", None)  # Python 3.14
+    if stop is not None:
+        stop()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.kill()
+        except (OSError, ValueError):
+            pass
 
 
 def _context():
