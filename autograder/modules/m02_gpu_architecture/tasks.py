@@ -55,7 +55,7 @@ def _same(a, b) -> bool:
 def _examples(rows: list, limit: int = 4) -> Message:
     """``(input, expected, found)`` rows as the message shows them, saying which value is which."""
     more = " …" if len(rows) > limit else ""
-    return Message("; ".join(f"{x} → 기대값 {e!r}, 실제값 {a!r}" for x, e, a in rows[:limit]) + more,
+    return Message("; ".join(f"{x} → 기댓값 {e!r}, 실제값 {a!r}" for x, e, a in rows[:limit]) + more,
                    "; ".join(f"{x} → expected {e!r}, found {a!r}" for x, e, a in rows[:limit]) + more)
 
 
