@@ -109,7 +109,7 @@ def test_verdict_lines_fit_what_nbgrader_validate_shows():
 
 
 def test_partial_credit_under_validate_says_which_items_failed(monkeypatch, capsys):
-    parts = [Part(True, Message("하나", "one")), Part(False, Message("둘: 기대값 2, 실제값 3", "two: expected 2, found 3"))]
+    parts = [Part(True, Message("하나", "one")), Part(False, Message("둘: 기댓값 2, 실제값 3", "two: expected 2, found 3"))]
     assert core.report(Message("과제", "Task"), parts, 2) == pytest.approx(1.0)
     assert "1 of 2 items not passed" in capsys.readouterr().out
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")

@@ -124,7 +124,8 @@ def bit_explorer(name: str = "bf16", bits: int | None = None):
     import ipywidgets as w
     from IPython.display import display
 
-    choice = w.Dropdown(options=list(EXPLORER_FORMATS), value=name, description="format")
+    from ...lesson import LABEL
+    choice = w.Dropdown(options=list(EXPLORER_FORMATS), value=name, description=_t("형식", "format"), style=LABEL)
     row = w.HBox()
     info = w.HTML()
     state = {"bits": []}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...lesson import show_table, t
+from ...lesson import LABEL, show_table, t
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30
 
@@ -110,10 +110,10 @@ def roofline_explorer(default=("h100_sxm", "h200_sxm")):
     from ... import profiles
 
     choices = [(p.label, p.id) for p in profiles.all_of() if p.bandwidth_gbs and p.peak_tflops]
-    pick = widgets.SelectMultiple(options=choices, value=default, rows=8, description=t("장치", "devices"))
+    pick = widgets.SelectMultiple(options=choices, value=default, rows=8, description=t("장치", "devices"), style=LABEL)
     fmt = widgets.Dropdown(options=["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4"], value="bf16",
-                           description=t("형식", "format"))
-    point = widgets.FloatLogSlider(value=100, base=10, min=-1, max=4, step=0.05, description="FLOP/byte")
+                           description=t("형식", "format"), style=LABEL)
+    point = widgets.FloatLogSlider(value=100, base=10, min=-1, max=4, step=0.05, description="FLOP/byte", style=LABEL)
 
     def draw(ids, dtype, intensity):
         fig, ax = _axes()

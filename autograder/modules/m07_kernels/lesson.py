@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ...datafile import read_yaml
-from ...lesson import show_table, t
+from ...lesson import LABEL, show_table, t
 from .tasks import cdiv, matmul_budget
 
 
@@ -112,9 +112,9 @@ def tile_explorer():
     import ipywidgets as widgets
     from IPython.display import display
 
-    size = widgets.IntSlider(value=4096, min=256, max=16384, step=256, description="n")
-    tile = widgets.Dropdown(options=[4, 8, 16, 32], value=16, description=t("타일 T", "tile T"))
-    registers = widgets.IntSlider(value=32, min=16, max=255, step=8, description=t("레지스터", "registers"))
+    size = widgets.IntSlider(value=4096, min=256, max=16384, step=256, description="n", style=LABEL)
+    tile = widgets.Dropdown(options=[4, 8, 16, 32], value=16, description=t("타일 T", "tile T"), style=LABEL)
+    registers = widgets.IntSlider(value=32, min=16, max=255, step=8, description=t("레지스터", "registers"), style=LABEL)
 
     def show(n, tile_size, regs):
         naive = 2 * n**3

@@ -223,7 +223,7 @@ def test_decode_and_round_say_which_value_is_expected_and_which_found():
     for p in parts("decode", off, hidden=False):
         if not p.ok and "0x" in p.message.en:
             assert "expected" in p.message.en and "found" in p.message.en
-            assert "기대값" in p.message.ko and "실제값" in p.message.ko
+            assert "기댓값" in p.message.ko and "실제값" in p.message.ko
     decode_hint = [p for p in parts("decode", off, hidden=False) if p.mistake == "subnormals"]
     assert decode_hint and all("round" not in p.message.en and "반올림" not in p.message.ko for p in decode_hint)
 
