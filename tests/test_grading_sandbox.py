@@ -289,6 +289,17 @@ def test_watchdog_stops_too_many_processes(tmp_path, monkeypatch):
     assert dog.reason == "processes"
 
 
+def test_watchdog_names_a_fork_flood_that_runs_out_of_memory_first(tmp_path, monkeypatch):
+    code = ("import os, time\nr, w = os.pipe()\nfor _ in range(80):\n    if os.fork() == 0:\n        os.close(w)\n"
+            "        os.read(r, 1)\n        x = b'x' * 8_000_000\n        time.sleep(30)\n        os._exit(0)\n"
+            "os.close(w)\ntime.sleep(30)")  # every child exists before any allocates
+    monkeypatch.setattr(sandbox, "cgroups_usable", lambda: False)
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path)
+    with Watchdog(lambda: process.pid, memory_bytes=400 * 2**20, seconds=60) as dog:
+        process.wait(timeout=60)
+    assert dog.reason == "processes" and dog.peak_processes >= 64
+
+
 def test_mechanism_says_how_the_kernel_is_held(monkeypatch):
     monkeypatch.setattr(sandbox, "cgroups_usable", lambda: True)
     assert "cgroup v1" in sandbox.mechanism(True) and "bubblewrap" in sandbox.mechanism(True)

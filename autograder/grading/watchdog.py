@@ -10,6 +10,8 @@ import psutil
 
 from . import sandbox
 
+FLOOD = 64  # processes in one tree that make a memory breach a fork flood
+
 
 class Watchdog:
     """Polls the process tree of ``pid()``; kills it all when it is past a limit, and says which in ``reason``.
@@ -17,7 +19,8 @@ class Watchdog:
     ``"memory"``: the kernel's memory cgroup killed a process or holds more than ``memory_bytes`` (anonymous
     and tmpfs pages); without one, the tree's proportional resident memory plus the sandbox's /tmp and
     /dev/shm past ``memory_bytes``. ``"processes"``: tasks (processes and threads) at the limit, or forks
-    refused by the pids cgroup. ``"disk"``: the writable folders past their size. ``"time"``: past ``seconds``.
+    refused by the pids cgroup, or the memory limit passed by a tree of ``FLOOD`` processes or more (a fork flood:
+    each child copies the pages it writes, so memory can run out before the process limit). ``"disk"``: the writable folders past their size. ``"time"``: past ``seconds``.
     The limits other than memory and time, the folders and the cgroups come from the kernel's registered
     ``sandbox.Confinement``; a process without one is watched for memory and time only. Use as a context manager.
     """
@@ -25,7 +28,7 @@ class Watchdog:
     def __init__(self, pid: Callable[[], int | None], memory_bytes: int, seconds: float, interval: float = 0.2):
         self.pid, self.memory_bytes, self.seconds, self.interval = pid, memory_bytes, seconds, interval
         self.reason: str | None = None
-        self.peak_bytes = 0
+        self.peak_bytes = self.peak_processes = 0
         self._seen: dict[int, sandbox.Confinement] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -45,7 +48,7 @@ class Watchdog:
         for pid, confinement in self._seen.items():
             counters = confinement.counters()  # after the kernel died: was it the memory group's OOM killer?
             if self.reason is None and counters.get("oom_kills"):
-                self.reason = "memory"
+                self.reason = "processes" if self.peak_processes >= FLOOD else "memory"
             confinement.release()
             sandbox.forget(pid)
 
@@ -65,6 +68,7 @@ class Watchdog:
 
     def _check(self, tree: list[psutil.Process], confinement: sandbox.Confinement | None, disk: bool) -> str | None:
         counters = confinement.counters() if confinement is not None else {}
+        self.peak_processes = max(self.peak_processes, len(tree))
         if confinement is not None and (counters.get("pids_refused")
                                         or sum(_threads(p) for p in tree) >= confinement.quota.processes):
             return "processes"
@@ -74,7 +78,7 @@ class Watchdog:
             used += confinement.tmpfs_used([p.pid for p in tree]) if confinement is not None else 0
         self.peak_bytes = max(self.peak_bytes, used)
         if used > self.memory_bytes or counters.get("oom_kills"):
-            return "memory"
+            return "processes" if len(tree) >= FLOOD else "memory"
         if disk and confinement is not None and confinement.disk_used() > confinement.quota.disk_bytes:
             return "disk"
         if time.monotonic() - self._start > self.seconds:
