@@ -32,57 +32,81 @@ def _choice(value, options, what: str):
 
 
 # ---------------------------------------------------------------- task 1: breakdown
-def memory_breakdown(n_params: float, optimizer: str, precision: str, zero_stage: int, n_gpus: int) -> dict:
-    """Bytes per GPU of weights, gradients and optimizer states (fp32 master included) and their total.
+STAGES = {stage: tuple(parts) for stage, parts in data()["zero_stages"].items()}  # what each ZeRO stage shards
 
-    ZeRO stage 1 shards the optimizer states over ``n_gpus``, stage 2 also the gradients,
-    stage 3 also the weights (ZeRO paper, Section 5).
+
+def _per_gpu(n_params, n_frozen, optimizer: str, precision: str, zero_stage: int, n_gpus: int, *, shards=None,
+             per_param=None, frozen_sharded=True) -> dict:
+    """Bytes per GPU of weights, gradients and optimizer states, and their total, by the rule of task 1.
+
+    Trained parameters keep weights, gradients, the fp32 master copy (mixed precision) and the optimizer states;
+    frozen ones keep their weights only. ZeRO stage 1 shards the optimizer states over ``n_gpus``, stage 2 also the
+    gradients, stage 3 also the weights, frozen ones included (ZeRO paper, Section 5). The keyword arguments switch
+    one part of the rule to a known mistake (see ``MISTAKES``).
     """
-    _choice(precision, data()["precisions"], "precision")
-    _choice(optimizer, data()["optimizers"], "optimizer")
-    sharded = _choice(int(zero_stage), data()["zero_stages"], "zero_stage")
-    if n_gpus < 1 or n_params < 0:
-        raise ValueError(f"n_gpus >= 1, n_params >= 0 이어야 합니다 / need n_gpus >= 1 and n_params >= 0: "
-                         f"{n_gpus!r}, {n_params!r}")
-    per_param = bytes_per_param(precision, optimizer)
-    out = {k: n_params * b / (n_gpus if k in sharded else 1) for k, b in per_param.items()}
+    shards = (shards or STAGES)[zero_stage]
+    b = per_param or bytes_per_param(precision, optimizer)
+    trained = n_params - n_frozen
+    out = {k: trained * v / (n_gpus if k in shards else 1) for k, v in b.items()}
+    for k in data()["frozen_keeps"]:  # a frozen parameter's weight
+        out[k] += n_frozen * b[k] / (n_gpus if k in shards and frozen_sharded else 1)
     out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
     return out
 
 
-def _breakdown_from(per_param: dict, shards, n_params, zero_stage, n_gpus) -> dict:
-    out = {k: n_params * per_param[k] / (n_gpus if k in shards[zero_stage] else 1)
-           for k in ("weights", "gradients", "optimizer")}
-    out["total"] = sum(out.values())
-    return out
+def memory_breakdown(n_params, n_frozen, optimizer: str, precision: str, zero_stage: int, n_gpus: int) -> dict:
+    """Bytes per GPU of weights, gradients and optimizer states (fp32 master included) and their total, when
+    ``n_frozen`` of the ``n_params`` parameters are frozen (weights only)."""
+    _choice(precision, data()["precisions"], "precision")
+    _choice(optimizer, data()["optimizers"], "optimizer")
+    _choice(int(zero_stage), data()["zero_stages"], "zero_stage")
+    if n_gpus < 1 or not 0 <= n_frozen <= n_params:
+        raise ValueError(f"n_gpus >= 1, 0 <= n_frozen <= n_params 이어야 합니다 / need n_gpus >= 1 and "
+                         f"0 <= n_frozen <= n_params: {n_gpus!r}, {n_frozen!r}, {n_params!r}")
+    return _per_gpu(n_params, n_frozen, optimizer, precision, int(zero_stage), n_gpus)
 
 
-STAGES = {s: tuple(v) for s, v in {0: [], 1: ["optimizer"], 2: ["optimizer", "gradients"],
-                                   3: ["optimizer", "gradients", "weights"]}.items()}
-
-
-def _no_master(n, opt, prec, stage, gpus):
+def _no_master(n, frozen, opt, prec, stage, gpus):
     b = bytes_per_param(prec, opt)
     b["optimizer"] -= data()["precisions"][prec]["master"]
-    return _breakdown_from(b, STAGES, n, stage, gpus)
+    return _per_gpu(n, frozen, opt, prec, stage, gpus, per_param=b)
 
 
-def _all_16_bit(n, opt, prec, stage, gpus):
-    b = bytes_per_param("bf16" if prec.startswith("mixed") else prec, opt)
-    return _breakdown_from(b, STAGES, n, stage, gpus)
+def _all_16_bit(n, frozen, opt, prec, stage, gpus):
+    return _per_gpu(n, frozen, opt, prec, stage, gpus,
+                    per_param=bytes_per_param("bf16" if prec.startswith("mixed") else prec, opt))
 
 
-def _fp32_grads_ignored(n, opt, prec, stage, gpus):
-    return memory_breakdown(n, opt, "mixed" if prec == "mixed_fp32_grads" else prec, stage, gpus)
+def _fp32_grads_ignored(n, frozen, opt, prec, stage, gpus):
+    return memory_breakdown(n, frozen, opt, "mixed" if prec == "mixed_fp32_grads" else prec, stage, gpus)
 
 
-def _stage_off_by_one(n, opt, prec, stage, gpus):
-    shifted = {s: STAGES[min(s + 1, 3)] for s in STAGES}
-    return _breakdown_from(bytes_per_param(prec, opt), shifted, n, stage, gpus)
+def _stage_off_by_one(n, frozen, opt, prec, stage, gpus):
+    return _per_gpu(n, frozen, opt, prec, stage, gpus, shards={s: STAGES[min(s + 1, 3)] for s in STAGES})
 
 
-def _shard_everything(n, opt, prec, stage, gpus):
-    return memory_breakdown(n, opt, prec, 3 if stage else 0, gpus)
+def _stage_1_shards_nothing(n, frozen, opt, prec, stage, gpus):
+    return _per_gpu(n, frozen, opt, prec, stage, gpus, shards={**STAGES, 1: ()})
+
+
+def _shard_everything(n, frozen, opt, prec, stage, gpus):
+    return memory_breakdown(n, frozen, opt, prec, 3 if stage else 0, gpus)
+
+
+def _frozen_trained(n, frozen, opt, prec, stage, gpus):
+    return memory_breakdown(n, 0, opt, prec, stage, gpus)
+
+
+def _frozen_left_out(n, frozen, opt, prec, stage, gpus):
+    return memory_breakdown(n - frozen, 0, opt, prec, stage, gpus)
+
+
+def _frozen_unsharded(n, frozen, opt, prec, stage, gpus):
+    return _per_gpu(n, frozen, opt, prec, stage, gpus, frozen_sharded=False)
+
+
+def _in_gib(n, frozen, opt, prec, stage, gpus):
+    return {k: v / 2**30 for k, v in memory_breakdown(n, frozen, opt, prec, stage, gpus).items()}
 
 
 # ---------------------------------------------------------------- task 2: saved for backward
@@ -140,6 +164,14 @@ def _even_segments(d, h, depth, act, batch, dtype, segments):
     return {"plain": right["plain"], "checkpointed": (segments - 1) * boundary + depth // segments * block}
 
 
+def _ceil_segments(d, h, depth, act, batch, dtype, segments):
+    right = predict_saved(d, h, depth, act, batch, dtype, segments)
+    block = right["plain"] // depth
+    boundary = batch * d * (2 if dtype == "bfloat16" else 4)
+    last = depth - -(-depth // segments) * (segments - 1)  # segments of ceil(depth / segments) blocks
+    return {"plain": right["plain"], "checkpointed": (segments - 1) * boundary + last * block}
+
+
 def _fp32_bytes(d, h, depth, act, batch, dtype, segments):
     return predict_saved(d, h, depth, act, batch, "float32", segments)
 
@@ -170,8 +202,9 @@ def split_by_budget(layers, budget_bytes: int, first: str, second: str):
 
 
 def _split_with(per_param: int = ADAM_MIXED, extra: int = 0, cut: bool = False, move: bool = True,
-                place_second: bool = True):
-    """A wrong ``split_by_budget``: another byte count, one layer too many, a cut graph or a missing move."""
+                place_second: bool = True, strict: bool = False):
+    """A wrong ``split_by_budget``: another byte count, one layer too many, a budget that must not be reached, a cut
+    graph or a missing move."""
     def wrong(layers, budget_bytes, first, second):
         import torch.nn as nn
 
@@ -179,7 +212,7 @@ def _split_with(per_param: int = ADAM_MIXED, extra: int = 0, cut: bool = False, 
         k, used = 0, 0
         while k < len(layers):
             cost = per_param * sum(p.numel() for p in layers[k].parameters())
-            if used + cost > budget_bytes:
+            if used + cost > budget_bytes or (strict and used + cost == budget_bytes):
                 break
             used, k = used + cost, k + 1
         k = min(len(layers), k + extra)
@@ -286,11 +319,13 @@ def _step_with(weight="share", clip="unscaled", clear=True, sync=True, autocast=
                 scaler.update()
         if update_per_micro:
             return total
-        if clip == "unscaled":
+        if clip != "scaled":
             scaler.unscale_(optimizer)
-        if clip != "none":
+        if clip in ("unscaled", "scaled"):
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         scaler.step(optimizer)
+        if clip == "after":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
         scaler.update()
         return total
     return wrong
@@ -324,17 +359,19 @@ def _step_expected(case) -> dict:
         return (-tasks.STEP_LR * coef * g).tolist()
 
     right = update(full)
-    variants = {"no_clip": update(full, clip=False), "stale_grads": update(full + tasks.STALE_GRAD),
-                "unweighted": update(sum(grads)), "equal_weights": update(sum(grads) / len(grads))}
+    loss = sum(s * v for s, v in zip(shares, losses))
+    variants = {"no_clip": (update(full, clip=False), loss), "stale_grads": (update(full + tasks.STALE_GRAD), loss),
+                "unweighted": (update(sum(grads)), sum(losses)),
+                "equal_weights": (update(sum(grads) / len(grads)), sum(losses) / len(losses))}
     if scale != 1.0:
-        variants["clip_before_unscale"] = update(full, norm_scale=scale)
-    return {"answer": {"delta": right, "loss": sum(s * v for s, v in zip(shares, losses))},
-            "mistakes": {name: {"delta": d} for name, d in variants.items()
+        variants["clip_before_unscale"] = (update(full, norm_scale=scale), loss)
+    return {"answer": {"delta": right, "loss": loss},
+            "mistakes": {name: {"delta": d, "loss": v} for name, (d, v) in variants.items()
                          if tasks.relative_gap(d, right) > 4 * tasks.STEP_TOLERANCE[case["dtype"]]}}
 
 
 # ---------------------------------------------------------------- task 6: diagnosing an accumulation step
-def diagnose(step, probe_sync=True, probe_stale=True, probe_uneven=True) -> str:
+def diagnose(step, probe_sync=True, probe_stale=True, probe_uneven=True, read_quiet=True, read_synced=True) -> str:
     """Which planted bug ``step`` has: run it where each bug shows and compare with one full-batch backward."""
     import torch
     import torch.nn as nn
@@ -359,9 +396,9 @@ def diagnose(step, probe_sync=True, probe_stale=True, probe_uneven=True) -> str:
     x, y = torch.randn(6, 3), torch.randn(6, 2)  # 6 = 3 micro-batches of 2: every way to split agrees
     want = full_batch(x, y)
     got, model = run(x, y, 3, 1.0 if probe_stale else 0.0)
-    if probe_sync and model.in_no_sync == 0:
+    if probe_sync and read_quiet and model.in_no_sync == 0:
         return "sync_every"
-    if probe_sync and model.synced == 0:
+    if probe_sync and read_synced and model.synced == 0:
         return "never_sync"
     if probe_stale and torch.allclose(got - 1.0, want, atol=1e-5):
         return "stale"
@@ -381,9 +418,10 @@ def diagnose(step, probe_sync=True, probe_stale=True, probe_uneven=True) -> str:
 MODES = tuple(data()["activations"]["modes"])
 
 
-def _states(model: dict, n: int, stage: int) -> Fraction:
+def _states(model: dict, n: int, stage: int, frozen: bool = True) -> Fraction:
     """Model states per GPU of mixed-precision Adam at a ZeRO stage over ``n`` GPUs (task 1's rule), exactly."""
-    return memory_breakdown(Fraction(model["params"]), "adam", "mixed", stage, n)["total"]
+    return memory_breakdown(Fraction(model["params"]), Fraction(model["frozen"] if frozen else 0), "adam", "mixed",
+                            stage, n)["total"]
 
 
 def _divisors(n: int) -> list[int]:
@@ -392,7 +430,7 @@ def _divisors(n: int) -> list[int]:
 
 def plan_training(model: dict, profile_id: str, global_batch: int, *, capacity=None, usable=None,
                   activations=True, full_mode_extra=True, order=("gpus", "stage", "recompute"),
-                  any_micro_batch=False) -> dict | None:
+                  any_micro_batch=False, smallest_micro_batch=False, gpu_counts=None, frozen=True) -> dict | None:
     """The fewest GPUs, then the lowest ZeRO stage, the least recomputation and the largest micro-batch that fit.
 
     The keyword arguments after ``*`` switch the rule to one of the known mistakes (see ``MISTAKES``).
@@ -410,7 +448,7 @@ def plan_training(model: dict, profile_id: str, global_batch: int, *, capacity=N
         return activation_estimate(L, h, a, s, b, mode)
 
     def options():
-        for n in _divisors(global_batch):
+        for n in _divisors(global_batch) if gpu_counts is None else gpu_counts(global_batch):
             per_gpu = global_batch // n
             sizes = range(per_gpu, 0, -1) if any_micro_batch else sorted(_divisors(per_gpu), reverse=True)
             for stage in range(4):
@@ -419,14 +457,19 @@ def plan_training(model: dict, profile_id: str, global_batch: int, *, capacity=N
                         yield n, stage, mode, b
 
     def fits(n, stage, mode, b):
-        return _states(model, n, stage) + act(b, mode) <= memory
+        return _states(model, n, stage, frozen) + act(b, mode) <= memory
 
     rank = {"gpus": lambda o: o[0], "stage": lambda o: o[1], "recompute": lambda o: MODES.index(o[2])}
-    ordered = sorted(options(), key=lambda o: tuple(rank[k](o) for k in order) + (-o[3],))
+    size = (lambda o: o[3]) if smallest_micro_batch else (lambda o: -o[3])
+    ordered = sorted(options(), key=lambda o: tuple(rank[k](o) for k in order) + (size(o),))
     for n, stage, mode, b in ordered:
         if fits(n, stage, mode, b):
             return {"gpus": n, "stage": stage, "recompute": mode, "micro_batch": b}
     return None
+
+
+def _powers_of_two(global_batch: int) -> list[int]:
+    return [n for n in _divisors(global_batch) if n & (n - 1) == 0]
 
 
 def plan_slack(model: dict, profile_id: str, global_batch: int) -> Fraction:
@@ -473,25 +516,29 @@ def _saved_expected(case) -> dict:
 
 
 def _split_expected(case) -> dict:
-    """Where each parameter must sit, and the output and gradients of the unsplit model."""
+    """Where each parameter and the output must land, the output and gradients of the unsplit model, and where each
+    known mistake puts them."""
     layers, x = tasks.sequence(case)
     out = layers(x)
     out.sum().backward()
-    return {"answer": {"devices": tasks.placement(layers, split_by_budget, case),
-                       "out": out.detach().tolist(),
+    return {"answer": {**tasks.placement(layers, x, split_by_budget, case), "values": out.detach().tolist(),
                        "grads": [v for p in layers.parameters() for v in p.grad.flatten().tolist()]},
-            "mistakes": {k: {"devices": tasks.placement(layers, fn, case)} for k, fn in MISTAKES["split"].items()
-                         if k in ("weights_only", "overflow_layer_included")}}
+            "mistakes": {k: tasks.placement(layers, x, fn, case) for k, fn in MISTAKES["split"].items()
+                         if k != "graph_cut"}}
 
 
 MISTAKES = {
     "breakdown": {"no_master": _no_master, "all_16_bit": _all_16_bit, "fp32_grads_ignored": _fp32_grads_ignored,
-                  "stage_off_by_one": _stage_off_by_one, "shard_everything": _shard_everything},
+                  "stage_off_by_one": _stage_off_by_one, "stage_1_shards_nothing": _stage_1_shards_nothing,
+                  "shard_everything": _shard_everything, "frozen_trained": _frozen_trained,
+                  "frozen_left_out": _frozen_left_out, "frozen_unsharded": _frozen_unsharded, "not_bytes": _in_gib},
     "saved": {"shared_counted_twice": _shared_counted_twice, "one_per_activation": _one_per_activation,
               "input_forgotten": _input_forgotten, "weights_counted": _weights_counted,
               "last_segment_checkpointed": _last_segment_checkpointed, "even_segments": _even_segments,
+              "ceil_segments": _ceil_segments,
               "fp32_bytes": _fp32_bytes},
     "split": {"weights_only": _split_with(per_param=4), "overflow_layer_included": _split_with(extra=1),
+              "budget_exclusive": _split_with(strict=True),
               "graph_cut": _split_with(cut=True), "activations_not_moved": _split_with(move=False),
               "second_part_not_placed": _split_with(place_second=False, move=False)},
     "scaler_log": {"reset_only_on_growth": _log_reader(count_from_growth_only=True),
@@ -501,18 +548,24 @@ MISTAKES = {
                    "next_growth_ignores_skips": _log_reader(next_from_growth=True),
                    "one_based": _log_reader(one_based=True)},
     "step": {"no_clip": _step_with(clip="none"), "clip_before_unscale": _step_with(clip="scaled"),
+             "clip_after_step": _step_with(clip="after"),
              "unweighted": _step_with(weight="none"), "equal_weights": _step_with(weight="equal"),
              "stale_grads": _step_with(clear=False), "sync_every_micro_batch": _step_with(sync=False),
              "no_autocast": _step_with(autocast=False), "update_per_micro_batch": _step_with(update_per_micro=True)},
     "audit": {"no_sync_probe": lambda step: diagnose(step, probe_sync=False),
               "no_stale_probe": lambda step: diagnose(step, probe_stale=False),
-              "even_splits_only": lambda step: diagnose(step, probe_uneven=False)},
+              "even_splits_only": lambda step: diagnose(step, probe_uneven=False),
+              "synced_not_read": lambda step: diagnose(step, read_synced=False),
+              "in_no_sync_not_read": lambda step: diagnose(step, read_quiet=False)},
     "plan": {"gb_for_gib": lambda m, p, b: plan_training(m, p, b, capacity=lambda pid: profiles.get(pid).memory_gib * 10**9),
              "whole_memory": lambda m, p, b: plan_training(m, p, b, usable=1),
              "no_activations": lambda m, p, b: plan_training(m, p, b, activations=False),
              "full_keeps_inputs_only": lambda m, p, b: plan_training(m, p, b, full_mode_extra=False),
              "recompute_before_stage": lambda m, p, b: plan_training(m, p, b, order=("gpus", "recompute", "stage")),
-             "micro_batch_not_a_divisor": lambda m, p, b: plan_training(m, p, b, any_micro_batch=True)},
+             "micro_batch_not_a_divisor": lambda m, p, b: plan_training(m, p, b, any_micro_batch=True),
+             "smallest_micro_batch": lambda m, p, b: plan_training(m, p, b, smallest_micro_batch=True),
+             "powers_of_two_gpus": lambda m, p, b: plan_training(m, p, b, gpu_counts=_powers_of_two),
+             "frozen_trained": lambda m, p, b: plan_training(m, p, b, frozen=False)},
 }
 
 EXPECT = {
@@ -532,11 +585,16 @@ ACTS = ("relu", "gelu", "tanh", "sigmoid", "silu")
 
 
 def _breakdown_hidden(rng) -> list:
-    cases = [{"params": float(rng.randrange(10**6, 10**12)), "optimizer": rng.choice(OPTIMIZERS),
-              "precision": rng.choice(PRECISIONS), "stage": rng.randrange(4),
-              "gpus": rng.choice([1, 2, 3, 6, 8, 64, 100, 1024])} for _ in range(10)]
-    return cases + [{"params": 0.0, "optimizer": "adamw", "precision": "mixed", "stage": 3, "gpus": 8},
-                    {"params": 1.3e9, "optimizer": "momentum", "precision": "bf16", "stage": 1, "gpus": 1}]
+    cases = []
+    for i in range(10):
+        params = float(rng.randrange(10**6, 10**12))
+        frozen = 0.0 if i % 3 == 0 else float(rng.randrange(0, int(params)))  # a third trains every parameter
+        cases.append({"params": params, "frozen": frozen, "optimizer": rng.choice(OPTIMIZERS),
+                      "precision": rng.choice(PRECISIONS), "stage": rng.randrange(4),
+                      "gpus": rng.choice([1, 2, 3, 6, 8, 64, 100, 1024])})
+    return cases + [{"params": 0.0, "frozen": 0.0, "optimizer": "adamw", "precision": "mixed", "stage": 3, "gpus": 8},
+                    {"params": 1.3e9, "frozen": 1.3e9, "optimizer": "sgd", "precision": "mixed", "stage": 3, "gpus": 6},
+                    {"params": 1.3e9, "frozen": 0.0, "optimizer": "momentum", "precision": "bf16", "stage": 1, "gpus": 1}]
 
 
 def _saved_hidden(rng) -> list:
@@ -557,10 +615,10 @@ def _saved_hidden(rng) -> list:
 
 def _split_hidden(rng) -> list:
     cases = []
-    for _ in range(3):
+    for i in range(4):
         widths = [rng.randrange(2, 12) for _ in range(rng.randrange(3, 6))]
         costs = [ADAM_MIXED * (a * b + b) for a, b in zip(widths, widths[1:])]
-        budget = rng.randrange(0, sum(costs) + 1)
+        budget = rng.randrange(0, sum(costs) + 1) if i < 3 else sum(costs[:rng.randrange(1, len(costs))])  # exactly full
         cases.append({"seed": rng.randrange(10**6), "widths": widths, "budget": budget, "batch": rng.randrange(1, 9)})
     cases.append({"seed": 5, "widths": [3, 5, 2], "budget": 0, "batch": 3})
     cases.append({"seed": 6, "widths": [3, 5, 2], "budget": 10**6, "batch": 3})
@@ -632,13 +690,16 @@ MODELS = (  # transformer shapes (params, layers, hidden, heads), from small to 
 
 
 def _plan_hidden(rng) -> list:
+    """Five plans on devices from the course's profiles, two of them fine-tuning runs (most parameters frozen)."""
     ids = sorted(p.id for kind in ("gpu", "tpu") for p in profiles.all_of(kind) if p.memory_gib)
     cases = []
     while len(cases) < 5:
         params, layers, hidden, heads = rng.choice(MODELS)
-        model = {"params": params, "layers": layers, "hidden": hidden, "heads": heads,
+        trained = params // rng.choice([20, 100, 500]) if len(cases) < 2 else params
+        model = {"params": params, "frozen": params - trained, "layers": layers, "hidden": hidden, "heads": heads,
                  "seq": rng.choice([512, 1024, 2048, 4096, 8192])}
-        case = {"model": model, "profile": rng.choice(ids), "global_batch": rng.choice([8, 16, 32, 48, 64, 96, 128, 256])}
+        case = {"model": model, "profile": rng.choice(ids),
+                "global_batch": rng.choice([8, 12, 16, 24, 32, 48, 64, 96, 128, 256])}
         if plan_slack(model, case["profile"], case["global_batch"]) > Fraction(1, 10**6):  # clear of exact ties
             cases.append(case)
     return cases

@@ -307,7 +307,27 @@ def setup(technique: str, device: str, seed: int = 0, **model_kw):
 
 def measure(technique: str, device: str = "cpu", budget_s: float = 1.0, size: int = 8,
             timer: Callable | None = None, probe=None) -> Result:
-    """Peak memory of one training step of the tiny model with ``technique``, and its step time."""
+    """Peak memory of one training step of the tiny model with ``technique``, and its step time (on a CPU, on one
+    thread: a shared or busy CPU slows every technique alike instead of stalling threads that wait for each other)."""
+    with one_cpu_thread(device):
+        return _measure(technique, device, budget_s, size, timer, probe)
+
+
+@contextmanager
+def one_cpu_thread(device: str):
+    """torch on one thread while measuring on a CPU (other devices keep torch's setting)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    if str(device).split(":")[0] == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(technique, device, budget_s, size, timer, probe) -> Result:
     from ...harness import time_fn
 
     model, optimizer, kw = setup(technique, device)
@@ -471,13 +491,14 @@ def activation_sweep(device: str = "cpu", base: dict | None = None) -> dict:
     torch.manual_seed(0)
     base = base or {"size": 8, "seq": 64, "layers": 4}
     measured = {}
-    for knob, values in ACTIVATION_SWEEPS.items():
-        measured[knob] = []
-        for v in values:
-            cfg = {**base, knob: v}
-            model = tiny_lm(layers=cfg["layers"]).to(device)
-            tokens, _ = batch(size=cfg["size"], seq=cfg["seq"], device=device)
-            measured[knob].append(activation_bytes(model, tokens) / 2**20)
+    with one_cpu_thread(device):
+        for knob, values in ACTIVATION_SWEEPS.items():
+            measured[knob] = []
+            for v in values:
+                cfg = {**base, knob: v}
+                model = tiny_lm(layers=cfg["layers"]).to(device)
+                tokens, _ = batch(size=cfg["size"], seq=cfg["seq"], device=device)
+                measured[knob].append(activation_bytes(model, tokens) / 2**20)
     return measured
 
 
@@ -561,11 +582,14 @@ def fit_rows(n_params: float, mode: str, stage: int, gpus: int, act_gib: float) 
 
 
 def memory_calculator():
-    """Sliders for parameters, recipe, ZeRO stage, GPUs and activations; the table of devices that fit."""
+    """Sliders for parameters, recipe, ZeRO stage, GPUs and activations; the table of devices that fit, as the value
+    of an HTML widget (an Output widget, whose prints are routed into it, has stalled headless runs until timeout)."""
+    import html
+
     import ipywidgets as widgets
     from IPython.display import display
 
-    from ...lesson import show_table, t
+    from ...lesson import t, table_html
 
     params = widgets.FloatLogSlider(value=7e9, base=10, min=8, max=12, step=0.05, readout_format=".3g",
                                     description=t("파라미터", "parameters"), style=LABEL)
@@ -574,20 +598,18 @@ def memory_calculator():
     stage = widgets.Dropdown(options=[0, 1, 2, 3], value=0, description="ZeRO stage", style=LABEL)
     gpus = widgets.Dropdown(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 512], value=1, description=t("GPU 수", "GPUs"), style=LABEL)
     act = widgets.FloatSlider(value=4.0, min=0, max=60, step=0.5, description=t("활성값 GiB", "activations GiB"), style=LABEL)
-    out = widgets.Output()
+    view = widgets.HTML()
 
     def render(*_):
-        with out:
-            out.clear_output(wait=True)
-            rows = fit_rows(params.value, mode.value, stage.value, gpus.value, act.value)
-            fits = sum(r[t(f"{gpus.value}장에 들어감", f"fits on {gpus.value}")] == "✅" for r in rows)
-            print(t(f"{len(rows)}개 장치 중 {fits}개에 들어갑니다.", f"Fits on {fits} of {len(rows)} devices."))
-            show_table(rows)
+        rows = fit_rows(params.value, mode.value, stage.value, gpus.value, act.value)
+        fits = sum(r[t(f"{gpus.value}장에 들어감", f"fits on {gpus.value}")] == "✅" for r in rows)
+        summary = t(f"{len(rows)}개 장치 중 {fits}개에 들어갑니다.", f"Fits on {fits} of {len(rows)} devices.")
+        view.value = f"<p>{html.escape(summary)}</p>" + table_html(rows)
 
     for w in (params, mode, stage, gpus, act):
         w.observe(render, names="value")
-    display(widgets.VBox([widgets.HBox([params, mode]), widgets.HBox([stage, gpus, act]), out]))
     render()
+    display(widgets.VBox([widgets.HBox([params, mode]), widgets.HBox([stage, gpus, act]), view]))
 
 
 def zero_rows() -> list[dict]:
@@ -712,10 +734,12 @@ def checkpoint_tradeoff(stack, x, ks=(1, 2, 3, 4, 5, 6, 8, 12, 16)) -> dict:
 
     import torch.nn as nn
 
-    per_block = activation_bytes(nn.Sequential(stack[0]), x)
-    stored = [activation_bytes(Segmented(stack, k), x) for k in ks]
+    with one_cpu_thread(x.device.type):
+        per_block = activation_bytes(nn.Sequential(stack[0]), x)
+        stored = [activation_bytes(Segmented(stack, k), x) for k in ks]
+        plain = activation_bytes(nn.Sequential(*stack), x)
     recompute = [math.ceil(len(stack) / k) * per_block for k in ks]
-    return {"ks": list(ks), "plain": activation_bytes(nn.Sequential(*stack), x), "per_block": per_block,
+    return {"ks": list(ks), "plain": plain, "per_block": per_block,
             "boundary": x.numel() * x.element_size(), "stored": stored, "recompute": recompute,
             "peak": [s + r for s, r in zip(stored, recompute)], "n": len(stack)}
 

@@ -59,15 +59,20 @@ def _need_dict(result: Any, keys: tuple, what: str) -> dict:
 
 # ---------------------------------------------------------------- 1. memory breakdown (warm-up)
 def _breakdown_visible() -> list:
-    paper = [{"params": 7.5e9, "optimizer": "adam", "precision": "mixed", "stage": s, "gpus": 64} for s in range(4)]
-    return paper + [{"params": 1.0e9, "optimizer": "adam", "precision": "fp32", "stage": 0, "gpus": 1},
-                    {"params": 2.0e9, "optimizer": "adamw", "precision": "mixed_fp32_grads", "stage": 1, "gpus": 8},
-                    {"params": 3.0e8, "optimizer": "momentum", "precision": "bf16", "stage": 2, "gpus": 4}]
+    paper = [{"params": 7.5e9, "frozen": 0.0, "optimizer": "adam", "precision": "mixed", "stage": s, "gpus": 64}
+             for s in range(4)]
+    return paper + [
+        {"params": 1.0e9, "frozen": 0.0, "optimizer": "adam", "precision": "fp32", "stage": 0, "gpus": 1},
+        {"params": 2.0e9, "frozen": 0.0, "optimizer": "adamw", "precision": "mixed_fp32_grads", "stage": 1, "gpus": 8},
+        {"params": 3.0e8, "frozen": 0.0, "optimizer": "momentum", "precision": "bf16", "stage": 2, "gpus": 4},
+        {"params": 6.0e8, "frozen": 0.0, "optimizer": "sgd", "precision": "mixed_fp32_grads", "stage": 1, "gpus": 8},
+        {"params": 7.0e9, "frozen": 6.96e9, "optimizer": "adamw", "precision": "mixed", "stage": 2, "gpus": 8},
+        {"params": 1.3e9, "frozen": 1.0e9, "optimizer": "adam", "precision": "fp32", "stage": 3, "gpus": 4}]
 
 
 def _breakdown_answer(learner, case) -> dict:
-    result = _need_dict(learner(case["params"], case["optimizer"], case["precision"], case["stage"], case["gpus"]),
-                        KEYS, "memory_breakdown")
+    result = _need_dict(learner(case["params"], case["frozen"], case["optimizer"], case["precision"], case["stage"],
+                                case["gpus"]), KEYS, "memory_breakdown")
     return {k: float(result[k]) for k in KEYS}
 
 
@@ -75,14 +80,23 @@ def _same_breakdown(a: dict, b: dict) -> bool:
     return all(close(a[k], b[k], rel=1e-6, abs_tol=1e-9) for k in KEYS)
 
 
+def _count(n: float) -> str:
+    """A parameter count as people write it: 7.5B, 40M, 0."""
+    for size, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= size:
+            return f"{n / size:g}{unit}"
+    return f"{n:g}"
+
+
 def _breakdown_score(case, answer, want) -> Part:
-    label = _say("case_breakdown", **case)
+    label = _say("case_breakdown", **{**case, "params": _count(case["params"]), "frozen": _count(case["frozen"])})
     right = want["answer"]
     if _same_breakdown(answer, right):
         return Part(True, label, label=label)
-    name = _named(answer, want["mistakes"], _same_breakdown)
     wrong = [k for k in KEYS if not close(answer[k], right[k], rel=1e-6, abs_tol=1e-9)]
-    detail = [_say("expected", what=label + Message(f"[{k}]", f"[{k}]"), expected=f"{right[k]:.6g}",
+    units = [k for k in wrong if any(close(answer[k], right[k] / unit, rel=1e-6) for unit in (2**30, 1e9))]
+    name = "not_bytes" if units else _named(answer, want["mistakes"], _same_breakdown)
+    detail = [_say("expected", what=label + Message(" · ", " · ") + _say(f"part.{k}"), expected=f"{right[k]:.6g}",
                    found=f"{answer[k]:.6g}") for k in wrong]
     return Part(False, _lines(_say(f"mistake.{name}") if name else None, *detail), mistake=name, label=label)
 
@@ -162,37 +176,44 @@ def sequence(case: dict):
     return model, torch.randn(case["batch"], widths[0], generator=g)
 
 
-def placement(layers, learner, case) -> list[str]:
-    """The device of each parameter when ``learner`` splits a copy of ``layers`` between 'cpu' and 'meta'."""
-    model = learner(copy.deepcopy(layers), case["budget"], "cpu", "meta")
-    return [p.device.type for p in model.parameters()]
+def placement(layers, x, learner, case) -> dict:
+    """Where each parameter sits when ``learner`` splits a copy of ``layers`` between 'cpu' and 'meta' (a device
+    that is visibly another one on any computer), and where the output of ``x`` lands, or why the forward failed."""
+    record: dict = {"devices": None, "out": None, "error": None}
+    try:
+        model = learner(copy.deepcopy(layers), case["budget"], "cpu", "meta")
+        record["devices"] = [p.device.type for p in model.parameters()]
+        record["out"] = model(x).device.type
+    except Exception as exc:  # a forward that does not move the activations fails across two devices
+        text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        record["error"] = text if len(text) <= 160 else text[:159] + "…"
+    return record
 
 
 def _split_visible() -> list:
     return [{"seed": 0, "widths": [8, 16, 16, 4], "budget": 4000, "batch": 5},
             {"seed": 1, "widths": [6, 12, 10, 8, 3], "budget": 7000, "batch": 4},
             {"seed": 2, "widths": [4, 6, 3], "budget": 400, "batch": 2},
-            {"seed": 3, "widths": [5, 7, 2], "budget": 10**6, "batch": 3}]
+            {"seed": 3, "widths": [5, 7, 2], "budget": 10**6, "batch": 3},
+            {"seed": 4, "widths": [6, 10, 5, 3], "budget": 1120, "batch": 3}]  # 1120 = 16 x 70: the first layer fills it
 
 
 def _split_answer(learner, case) -> dict:
     layers, x = sequence(case)
-    record: dict = {}
-    try:  # where the parameters sit, and where the output lands, with a second device that is visibly another one
-        model = learner(copy.deepcopy(layers), case["budget"], "cpu", "meta")
-        record["devices"] = [p.device.type for p in model.parameters()]
-        out = model(x)
-        record["out_device"] = out.device.type
-    except Exception as exc:  # a forward that does not move the activations fails across two devices
-        record["meta_error"] = f"{type(exc).__name__}: {exc}"
+    record = placement(layers, x, learner, case)
     model = learner(copy.deepcopy(layers), case["budget"], "cpu", "cpu")
     out = model(x)
-    out.sum().backward()
+    if out.requires_grad:  # a graph cut after the last layer with parameters leaves nothing to differentiate
+        out.sum().backward()
     params = list(model.parameters())
-    record["out"] = out.detach().cpu().tolist()
+    record["values"] = out.detach().cpu().tolist()
     record["grads"] = [v for p in params for v in (p.grad.flatten().tolist() if p.grad is not None else [])]
     record["no_grad"] = sum(p.grad is None for p in params)
     return record
+
+
+def _same_placement(a: dict, b: dict) -> bool:
+    return a["devices"] == b["devices"] and a["out"] == b["out"] and (a["error"] is None) == (b["error"] is None)
 
 
 def _split_score(case, answer, want) -> list[Part]:
@@ -200,33 +221,34 @@ def _split_score(case, answer, want) -> list[Part]:
 
     right = want["answer"]
     label = _say("case_split", **case)
-    devices = answer.get("devices")
-    placed = devices == right["devices"] and answer.get("out_device") == "meta"
-    placement_part = Part(placed, _say("split_placement", case=label, expected=right["devices"], found=devices,
-                                       out=answer.get("out_device")), label=_say("split_placement_label"))
+    devices, out, error = answer["devices"], answer["out"], answer["error"]
+    placed = devices == right["devices"]
+    landed = error is None and out == "meta"
+    name = None if placed and landed else _named(answer, want["mistakes"], _same_placement)
     if not placed:
-        name = None
-        both_sides = "cpu" in right["devices"] and "meta" in right["devices"]
-        if "meta_error" in answer and both_sides:
-            name = "activations_not_moved"
-        elif devices is not None and both_sides and set(devices) == {"cpu"}:
-            name = "second_part_not_placed"
-        elif devices is not None:
-            name = _named({"devices": devices}, want["mistakes"], lambda a, b: a == b)
-        if name:
-            placement_part = Part(False, _lines(_say(f"mistake.{name}"), placement_part.message), mistake=name,
-                                  label=placement_part.label)
-    out, got = torch.tensor(right["out"]), torch.tensor(answer["out"])
-    same = got.shape == out.shape and torch.allclose(got, out, rtol=1e-5, atol=1e-7)
+        where = _say("split_devices", case=label, expected=right["devices"], found=devices)
+    else:
+        where = _say("split_devices_right", case=label, found=devices)
+    if error is not None:
+        output = _say("split_forward_failed", case=label, error=error)
+    else:
+        output = _say("split_out_device", case=label, out=out)
+    values, got = torch.tensor(right["values"]), torch.tensor(answer["values"])
+    same = got.shape == values.shape and torch.allclose(got, values, rtol=1e-5, atol=1e-7)
     grads, got_grads = torch.tensor(right["grads"]), torch.tensor(answer["grads"])
     grads_ok = answer["no_grad"] == 0 and got_grads.shape == grads.shape and torch.allclose(got_grads, grads,
                                                                                               rtol=1e-4, atol=1e-6)
     cut = answer["no_grad"] > 0
     grads_message = _say("split_grads", case=label, missing=answer["no_grad"])
-    return [placement_part,
-            Part(same, _say("split_output", case=label), label=_say("split_output_label")),
-            Part(grads_ok, _lines(_say("mistake.graph_cut"), grads_message) if cut else grads_message,
-                 mistake="graph_cut" if cut else None, label=_say("split_grads_label"))]
+
+    def part(ok, message, mistake, label_key):
+        shown = _lines(_say(f"mistake.{mistake}"), message) if mistake and not ok else message
+        return Part(ok, shown, mistake=None if ok else mistake, label=_say(label_key))
+
+    return [part(placed, where, name, "split_placement_label"),
+            part(landed, output, name, "split_out_label"),
+            part(same, _say("split_output", case=label), None, "split_output_label"),
+            part(grads_ok, grads_message, "graph_cut" if cut else None, "split_grads_label")]
 
 
 # ---------------------------------------------------------------- 4. reading a loss-scale log
@@ -251,6 +273,21 @@ def _same_log(a: dict, b: dict) -> bool:
             and close(a["backoff_factor"], b["backoff_factor"], rel=1e-9))
 
 
+def _gaps_across_skips(case) -> set:
+    """Distances between two growths (or from the start to the first growth) with a skipped step between them:
+    what an interval measured between growths reads when it ignores that a skip restarts the count."""
+    before, last, skipped, gaps = case["init_scale"], -1, False, set()
+    for i, scale in enumerate(case["scales"]):
+        if scale < before:
+            skipped = True
+        elif scale > before:
+            if skipped:
+                gaps.add(i - last)
+            last, skipped = i, False
+        before = scale
+    return gaps
+
+
 def _scaler_log_score(case, answer, want) -> list[Part]:
     right = want["answer"]
     label = _say("case_log", steps=len(case["scales"]), init=case["init_scale"])
@@ -264,17 +301,20 @@ def _scaler_log_score(case, answer, want) -> list[Part]:
              "growth_interval": ("growth_interval",), "next_growth": ("next_growth",)}
     parts = []
     for part, ok in checks.items():
-        detail = _say("expected", what=label + Message(f"· {part}", f"· {part}"),
-                      expected=", ".join(str(right[k]) for k in shown[part]),
+        what = _say(f"log_{part}", case=label)
+        mistake = None if ok else name
+        if mistake is None and not ok and part == "growth_interval" and answer[part] in _gaps_across_skips(case):
+            mistake = "reset_only_on_growth"
+        detail = _say("expected", what=what, expected=", ".join(str(right[k]) for k in shown[part]),
                       found=", ".join(str(answer[k]) for k in shown[part]))
-        parts.append(Part(ok, detail if ok or not name else _lines(_say(f"mistake.{name}"), detail),
-                          mistake=None if ok else name, label=_say(f"log_{part}", case=label)))
+        parts.append(Part(ok, _lines(_say(f"mistake.{mistake}"), detail) if mistake else detail, mistake=mistake,
+                          label=what))
     return parts
 
 
 # ---------------------------------------------------------------- 5. one complete training step
 STEP_LR = 1.0  # the check's optimizer: SGD without momentum, so an update is -lr x the clipped gradient
-STALE_GRAD = 1.0  # what the check leaves in every .grad before the step (a previous step's gradients)
+STALE_GRAD = 1.0  # old gradients the check leaves in every .grad, after unscaling (so x the scale before it)
 STEP_INIT_SCALE = table("amp")["init_scale"]  # the check's GradScaler starts here (fp16 only)
 STEP_TOLERANCE = table("amp")["tolerance"]  # |update - fp32 update| / |fp32 update| per 16-bit format
 
@@ -308,21 +348,35 @@ def relative_gap(found: list, want: list) -> float:
     return diff / max(math.sqrt(sum(b * b for b in want)), 1e-30)
 
 
-def _recording_scaler(dtype):
-    """A CPU ``torch.amp.GradScaler`` (on for fp16, a pass-through otherwise) that counts its calls."""
+def _recording_scaler(dtype, params: list):
+    """A CPU ``torch.amp.GradScaler`` (on for fp16, a pass-through otherwise) that counts its calls and records the
+    norm of the gradients the optimizer stepped with."""
+    import torch
+
     from .lesson import grad_scaler
 
     scaler = grad_scaler("cpu", dtype, init_scale=STEP_INIT_SCALE)
     calls = {"scale": 0, "unscale_": 0, "step": 0, "update": 0}
+    stepped: list[float] = []
     for name in calls:
         original = getattr(scaler, name)
 
         def counted(*args, _original=original, _name=name, **kwargs):
             calls[_name] += 1
-            return _original(*args, **kwargs)
+            result = _original(*args, **kwargs)
+            if _name == "step":  # step has unscaled the gradients in place: these are the ones it applied
+                stepped.append(_norm(params))
+            return result
 
         setattr(scaler, name, counted)
-    return scaler, calls
+    return scaler, calls, stepped
+
+
+def _norm(params: list) -> float:
+    import torch
+
+    grads = [p.grad.detach().double().flatten() for p in params if p.grad is not None]
+    return float(torch.cat(grads).norm()) if grads else 0.0
 
 
 def _step_visible() -> list:
@@ -339,19 +393,26 @@ def _step_answer(learner, case) -> dict:
 
     model, x, y, loss_fn = mlp(case)
     dtype = getattr(torch, case["dtype"])
-    for p in model.parameters():  # gradients left by a previous step: the learner must clear them
-        p.grad = torch.full_like(p, STALE_GRAD)
-    optimizer = torch.optim.SGD(model.parameters(), lr=STEP_LR)
-    scaler, calls = _recording_scaler(dtype)
+    params = list(model.parameters())
+    optimizer = torch.optim.SGD(params, lr=STEP_LR)
+    scaler, calls, stepped = _recording_scaler(dtype, params)
+    for p in params:  # a previous step's gradients, as large as this step's scaled ones: the learner must clear them
+        p.grad = torch.full_like(p, STALE_GRAD * scaler.get_scale())
     seen: list[str] = []
     hook = model[0].register_forward_hook(lambda m, i, out: seen.append(str(out.dtype).replace("torch.", "")))
     wrapped = SyncRecorder(model)
-    before = torch.cat([p.detach().flatten() for p in model.parameters()]).clone()
+    before = torch.cat([p.detach().flatten() for p in params]).clone()
     loss = learner(wrapped, optimizer, scaler, x, y, loss_fn, case["n_micro"], case["max_norm"], "cpu", dtype)
     hook.remove()
-    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    after = torch.cat([p.detach().flatten() for p in params])
     return {"loss": float(loss), "delta": (after - before).tolist(), "calls": calls, "seen": seen,
-            "in_no_sync": wrapped.in_no_sync, "synced": wrapped.synced}
+            "in_no_sync": wrapped.in_no_sync, "synced": wrapped.synced,
+            "stepped_norm": stepped[-1] if stepped else None, "final_norm": _norm(params)}
+
+
+def _same_step(tol: float):
+    """Whether a step's update and loss are a known mistake's (fp32) update and loss, within ``tol``."""
+    return lambda a, b: relative_gap(a["delta"], b["delta"]) <= tol and close(a["loss"], b["loss"], rel=tol)
 
 
 def _step_score(case, answer, want) -> list[Part]:
@@ -367,10 +428,14 @@ def _step_score(case, answer, want) -> list[Part]:
     calls = answer["calls"]
     scaler_ok = calls == {"scale": chunks, "unscale_": 1, "step": 1, "update": 1}
     per_micro = chunks > 1 and calls["step"] == calls["update"] == chunks
+    no_unscale = calls["unscale_"] == 0 and calls["step"] == calls["update"] == 1
     gap = relative_gap(answer["delta"], right["delta"])
     name = None
     if gap > tol:
-        name = _named(answer, want["mistakes"], lambda a, b: relative_gap(a["delta"], b["delta"]) <= tol)
+        name = _named(answer, want["mistakes"], _same_step(tol))
+    limit = case["max_norm"] * (1 + 1e-3)
+    if name == "no_clip" and answer["final_norm"] <= limit < (answer["stepped_norm"] or 0.0):
+        name = "clip_after_step"  # the gradients were clipped, but after the optimizer had stepped with them
 
     def part(ok, message, mistake, label_key, weight=1.0):
         shown = _lines(_say(f"mistake.{mistake}"), message) if mistake and not ok else message
@@ -381,10 +446,13 @@ def _step_score(case, answer, want) -> list[Part]:
             part(synced, _say("step_sync", case=label, expected=chunks - 1, quiet=quiet, synced=loud),
                  "sync_every_micro_batch" if every else None, "step_sync_label"),
             part(scaler_ok, _say("step_scaler", case=label, expected=chunks, found=calls),
-                 "update_per_micro_batch" if per_micro else None, "step_scaler_label"),
+                 "update_per_micro_batch" if per_micro else "clip_before_unscale" if no_unscale else None,
+                 "step_scaler_label"),
             part(gap <= tol, _say("step_update", case=label, gap=gap * 100, tol=tol * 100), name, "step_update_label", 2.0),
-            part(close(answer["loss"], right["loss"], rel=tol), _say("expected", what=label + _say("full_loss"),
-                 expected=f"{right['loss']:.5g}", found=f"{answer['loss']:.5g}"), None, "step_loss_label")]
+            part(close(answer["loss"], right["loss"], rel=tol),
+                 _say("expected", what=label + Message(" · ", " · ") + _say("full_loss"),
+                      expected=f"{right['loss']:.5g}", found=f"{answer['loss']:.5g}"),
+                 name if name in want["mistakes"] else None, "step_loss_label")]
 
 
 # ---------------------------------------------------------------- 6. diagnosing an accumulation step
@@ -440,12 +508,39 @@ def _audit_visible() -> list:
 
 
 def _audit_answer(learner, case) -> dict:
-    said = learner(planted_step(case["bug"], case["style"]))
-    return {"said": said if isinstance(said, str) else repr(said)}
+    """What the diagnosis says, and what it tried: a model with ``no_sync``, old values in ``.grad``, a batch that
+    does not split into equal micro-batches (the conditions each planted bug needs to show)."""
+    planted = planted_step(case["bug"], case["style"])
+    tried = {"no_sync": False, "old_grads": False, "uneven": False}
+
+    def step(net, criterion, data, labels, pieces):
+        try:
+            tried["no_sync"] |= hasattr(net, "no_sync")
+            tried["old_grads"] |= any(p.grad is not None and bool(p.grad.ne(0).any()) for p in net.parameters())
+            tried["uneven"] |= data.shape[0] % pieces != 0
+        except Exception:  # an argument the planted step will reject anyway
+            pass
+        return planted(net, criterion, data, labels, pieces)
+
+    said = learner(step)
+    return {"said": said if isinstance(said, str) else repr(said), "tried": tried}
 
 
-AUDIT_MISTAKES = {"equal_weights": {"ok": "even_splits_only"}, "stale": {"ok": "no_stale_probe"},
-                  "sync_every": {"ok": "no_sync_probe"}, "never_sync": {"ok": "no_sync_probe"}}
+SYNC_BUGS = ("sync_every", "never_sync")
+
+
+def _audit_mistake(bug: str, said: str, tried: dict) -> str | None:
+    """The known mistake of a diagnosis that missed ``bug``, judged by what it tried."""
+    if bug in SYNC_BUGS:
+        if not tried["no_sync"]:
+            return "no_sync_probe"
+        if said == "ok":  # the gradients are right: only the count it did not read shows this bug
+            return "synced_not_read" if bug == "never_sync" else "in_no_sync_not_read"
+    if bug == "stale" and not tried["old_grads"]:
+        return "no_stale_probe"
+    if bug == "equal_weights" and not tried["uneven"]:
+        return "even_splits_only"
+    return None
 
 
 def _audit_score(case, answer, want) -> Part:
@@ -453,7 +548,7 @@ def _audit_score(case, answer, want) -> Part:
     label = _say(f"bug.{bug}")
     if said == bug:
         return Part(True, _say("audit_right", bug=bug), label=label)
-    name = AUDIT_MISTAKES.get(bug, {}).get(said)
+    name = _audit_mistake(bug, said, answer["tried"])
     detail = _say("audit_wrong", bug=bug, said=said, style=case["style"], known=", ".join(BUGS))
     return Part(False, _lines(_say(f"mistake.{name}"), detail) if name else detail, mistake=name, label=label)
 
@@ -463,18 +558,20 @@ PLAN_KEYS = ("gpus", "stage", "recompute", "micro_batch")
 
 
 def _plan_visible() -> list:
-    return [{"model": {"params": 1_300_000_000, "layers": 24, "hidden": 2048, "heads": 16, "seq": 2048},
-             "profile": "rtx_4090", "global_batch": 32},
-            {"model": {"params": 6_700_000_000, "layers": 32, "hidden": 4096, "heads": 32, "seq": 4096},
-             "profile": "h100_sxm", "global_batch": 64},
-            {"model": {"params": 13_000_000_000, "layers": 40, "hidden": 5120, "heads": 40, "seq": 2048},
-             "profile": "a100_sxm_40gb", "global_batch": 96},
-            {"model": {"params": 350_000_000, "layers": 24, "hidden": 1024, "heads": 16, "seq": 4096},
-             "profile": "a100_sxm_40gb", "global_batch": 32},
-            {"model": {"params": 13_000_000_000, "layers": 40, "hidden": 5120, "heads": 40, "seq": 512},
-             "profile": "mi300x", "global_batch": 48},
-            {"model": {"params": 70_000_000_000, "layers": 80, "hidden": 8192, "heads": 64, "seq": 8192},
-             "profile": "rtx_4090", "global_batch": 8}]
+    def model(params, frozen, layers, hidden, heads, seq):
+        return {"params": params, "frozen": frozen, "layers": layers, "hidden": hidden, "heads": heads, "seq": seq}
+
+    return [{"model": model(1_300_000_000, 0, 24, 2048, 16, 2048), "profile": "rtx_4090", "global_batch": 32},
+            {"model": model(6_700_000_000, 0, 32, 4096, 32, 4096), "profile": "h100_sxm", "global_batch": 64},
+            {"model": model(13_000_000_000, 0, 40, 5120, 40, 2048), "profile": "a100_sxm_40gb", "global_batch": 96},
+            {"model": model(350_000_000, 0, 24, 1024, 16, 4096), "profile": "a100_sxm_40gb", "global_batch": 32},
+            {"model": model(13_000_000_000, 0, 40, 5120, 40, 512), "profile": "mi300x", "global_batch": 48},
+            {"model": model(30_000_000_000, 0, 60, 6656, 52, 4096), "profile": "mi325x", "global_batch": 24},
+            {"model": model(70_000_000_000, 0, 80, 8192, 64, 8192), "profile": "rtx_4090", "global_batch": 8},
+            {"model": model(30_000_000_000, 29_400_000_000, 60, 6656, 52, 1024), "profile": "h100_sxm",
+             "global_batch": 8},
+            {"model": model(70_000_000_000, 69_650_000_000, 80, 8192, 64, 512), "profile": "h100_pcie",
+             "global_batch": 96}]
 
 
 def _plan_answer(learner, case) -> dict | None:
@@ -488,8 +585,8 @@ def _plan_answer(learner, case) -> dict | None:
 def _plan_score(case, answer, want) -> Part:
     right = want["answer"]
     m = case["model"]
-    label = _say("case_plan", params=m["params"] / 1e9, seq=m["seq"], profile=case["profile"],
-                 batch=case["global_batch"])
+    label = _say("case_plan", params=_count(m["params"]), frozen=_count(m["frozen"]), seq=m["seq"],
+                 profile=case["profile"], batch=case["global_batch"])
     if answer == right:
         return Part(True, label, label=label)
     name = _named(answer, want["mistakes"], lambda a, b: a == b)
@@ -501,27 +598,31 @@ TASKS = {
     "breakdown": Task(title=_say("title.breakdown"), answer=_breakdown_answer, score=_breakdown_score,
                       visible=_breakdown_visible, kind="recall", level="warm-up",
                       mistakes=("no_master", "all_16_bit", "fp32_grads_ignored", "stage_off_by_one",
-                                "shard_everything")),
+                                "stage_1_shards_nothing", "shard_everything", "frozen_trained", "frozen_left_out",
+                                "frozen_unsharded", "not_bytes")),
     "saved": Task(title=_say("title.saved"), answer=_saved_answer, score=_saved_score, visible=_saved_visible,
                   kind="transfer", level="core",
                   mistakes=("shared_counted_twice", "one_per_activation", "input_forgotten", "weights_counted",
-                            "last_segment_checkpointed", "even_segments", "fp32_bytes")),
+                            "last_segment_checkpointed", "even_segments", "ceil_segments", "fp32_bytes")),
     "split": Task(title=_say("title.split"), answer=_split_answer, score=_split_score, visible=_split_visible,
                   kind="transfer", level="core",
-                  mistakes=("weights_only", "overflow_layer_included", "graph_cut", "activations_not_moved",
-                            "second_part_not_placed")),
+                  mistakes=("weights_only", "overflow_layer_included", "budget_exclusive", "graph_cut",
+                            "activations_not_moved", "second_part_not_placed")),
     "scaler_log": Task(title=_say("title.scaler_log"), answer=_scaler_log_answer, score=_scaler_log_score,
                        visible=_scaler_log_visible, kind="transfer", level="core",
                        mistakes=("reset_only_on_growth", "interval_off_by_one", "growth_counted_as_skip",
                                  "factors_inverted", "next_growth_ignores_skips", "one_based")),
     "step": Task(title=_say("title.step"), answer=_step_answer, score=_step_score, visible=_step_visible,
                  kind="transfer", level="core",
-                 mistakes=("no_clip", "clip_before_unscale", "unweighted", "equal_weights", "stale_grads",
-                           "sync_every_micro_batch", "no_autocast", "update_per_micro_batch")),
+                 mistakes=("no_clip", "clip_before_unscale", "clip_after_step", "unweighted", "equal_weights",
+                           "stale_grads", "sync_every_micro_batch", "no_autocast", "update_per_micro_batch")),
     "audit": Task(title=_say("title.audit"), answer=_audit_answer, score=_audit_score, visible=_audit_visible,
-                  kind="transfer", level="stretch", mistakes=("no_sync_probe", "no_stale_probe", "even_splits_only")),
+                  kind="transfer", level="stretch",
+                  mistakes=("no_sync_probe", "synced_not_read", "in_no_sync_not_read", "no_stale_probe",
+                            "even_splits_only")),
     "plan": Task(title=_say("title.plan"), answer=_plan_answer, score=_plan_score, visible=_plan_visible,
                  kind="transfer", level="stretch",
                  mistakes=("gb_for_gib", "whole_memory", "no_activations", "full_keeps_inputs_only",
-                           "recompute_before_stage", "micro_batch_not_a_divisor")),
+                           "recompute_before_stage", "micro_batch_not_a_divisor", "smallest_micro_batch",
+                           "powers_of_two_gpus", "frozen_trained")),
 }

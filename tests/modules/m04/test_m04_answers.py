@@ -25,22 +25,22 @@ GB = 1e9
 # ---------------------------------------------------------------- task 1
 def test_mixed_precision_adam_is_16_bytes_per_parameter():
     # ZeRO paper, Section 3.1: 2 (fp16 params) + 2 (fp16 grads) + K=12 (fp32 copy, m, v)
-    b = A.memory_breakdown(1, "adam", "mixed", 0, 1)
+    b = A.memory_breakdown(1, 0, "adam", "mixed", 0, 1)
     assert (b["weights"], b["gradients"], b["optimizer"], b["total"]) == (2, 2, 12, 16)
 
 
 def test_megatron_keeps_fp32_gradients_18_bytes_per_parameter():
     # Megatron Core, "Distributed Optimizer": float16 param, fp32 grads -> 18 bytes (non-distributed)
-    assert A.memory_breakdown(1, "adam", "mixed_fp32_grads", 0, 1)["total"] == 18
-    assert A.memory_breakdown(1, "adamw", "fp32", 0, 1)["total"] == 16
-    assert A.memory_breakdown(1, "sgd", "fp32", 0, 1)["total"] == 8
-    assert A.memory_breakdown(1, "sgd", "mixed", 0, 1)["optimizer"] == 4  # the fp32 master copy stays
+    assert A.memory_breakdown(1, 0, "adam", "mixed_fp32_grads", 0, 1)["total"] == 18
+    assert A.memory_breakdown(1, 0, "adamw", "fp32", 0, 1)["total"] == 16
+    assert A.memory_breakdown(1, 0, "sgd", "fp32", 0, 1)["total"] == 8
+    assert A.memory_breakdown(1, 0, "sgd", "mixed", 0, 1)["optimizer"] == 4  # the fp32 master copy stays
 
 
 @pytest.mark.parametrize("stage,gb", list(enumerate([120, 31.4, 16.6, 1.88])))
 def test_zero_paper_figure_1(stage, gb):
     # 7.5B parameters, Nd = 64: 120 GB, 31.4 GB, 16.6 GB, 1.88 GB of model states per GPU
-    total = A.memory_breakdown(7.5e9, "adam", "mixed", stage, 64)["total"] / GB
+    total = A.memory_breakdown(7.5e9, 0, "adam", "mixed", stage, 64)["total"] / GB
     assert total == pytest.approx(gb, rel=0.01)
 
 
@@ -52,7 +52,7 @@ def test_breakdown_matches_real_adam_tensors():
     opt.step()
     n = sum(p.numel() for p in model.parameters())
     real = M.state_bytes(model, opt)
-    want = A.memory_breakdown(n, "adamw", "fp32", 0, 1)
+    want = A.memory_breakdown(n, 0, "adamw", "fp32", 0, 1)
     assert all(want[k] == real[k] for k in real)
 
 
@@ -62,20 +62,44 @@ def test_breakdown_matches_momentum_buffers():
     model(torch.randn(2, 10)).sum().backward()
     opt.step()
     states = sum(t.numel() * t.element_size() for s in opt.state.values() for t in s.values() if t is not None)
-    assert A.memory_breakdown(10 * 3 + 3, "momentum", "fp32", 0, 1)["optimizer"] == states
+    assert A.memory_breakdown(10 * 3 + 3, 0, "momentum", "fp32", 0, 1)["optimizer"] == states
 
 
 def test_zero_stages_shard_in_order():
-    b = [A.memory_breakdown(1e9, "adam", "mixed", s, 8) for s in range(4)]
+    b = [A.memory_breakdown(1e9, 0, "adam", "mixed", s, 8) for s in range(4)]
     assert b[1]["optimizer"] == b[0]["optimizer"] / 8 and b[1]["gradients"] == b[0]["gradients"]
     assert b[2]["gradients"] == b[0]["gradients"] / 8 and b[2]["weights"] == b[0]["weights"]
     assert b[3]["weights"] == b[0]["weights"] / 8
     assert b[3]["total"] == pytest.approx(b[0]["total"] / 8)
 
 
-@pytest.mark.parametrize("bad", [dict(optimizer="lion"), dict(precision="fp8"), dict(zero_stage=4), dict(n_gpus=0)])
+def test_frozen_parameters_keep_their_weights_only():
+    # 1B parameters, 900M frozen, mixed-precision Adam: 1e9 x 2 (every weight) + 1e8 x (2 + 12) (the trained ones)
+    b = A.memory_breakdown(1e9, 9e8, "adam", "mixed", 0, 1)
+    assert (b["weights"], b["gradients"], b["optimizer"]) == (2e9, 2e8, 1.2e9)
+    assert A.memory_breakdown(1e9, 1e9, "adam", "mixed", 2, 8)["total"] == 2e9  # stages 1 and 2 shard nothing frozen
+    assert A.memory_breakdown(1e9, 1e9, "adam", "mixed", 3, 8)["total"] == 2e9 / 8  # stage 3 shards frozen weights
+
+
+def test_frozen_parameters_match_real_adam_tensors():
+    """A model with a frozen layer: its weights are there, its gradients and optimizer states are not."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(17, 33), nn.ReLU(), nn.Linear(33, 5))
+    model[0].requires_grad_(False)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+    model(torch.randn(4, 17)).sum().backward()
+    opt.step()
+    n = sum(p.numel() for p in model.parameters())
+    frozen = sum(p.numel() for p in model[0].parameters())
+    real = M.state_bytes(model, opt)
+    want = A.memory_breakdown(n, frozen, "adamw", "fp32", 0, 1)
+    assert all(want[k] == real[k] for k in real)
+
+
+@pytest.mark.parametrize("bad", [dict(optimizer="lion"), dict(precision="fp8"), dict(zero_stage=4), dict(n_gpus=0),
+                                 dict(n_frozen=2e6)])
 def test_breakdown_rejects_bad_input_in_both_languages(bad):
-    args = dict(n_params=1e6, optimizer="adam", precision="mixed", zero_stage=0, n_gpus=1) | bad
+    args = dict(n_params=1e6, n_frozen=0, optimizer="adam", precision="mixed", zero_stage=0, n_gpus=1) | bad
     with pytest.raises(ValueError) as info:
         A.memory_breakdown(**args)
     assert "/" in str(info.value)
@@ -109,15 +133,15 @@ def test_visible_saved_cases_are_measured_not_predicted():
 
 
 # ---------------------------------------------------------------- task 3
-@pytest.mark.parametrize("budget", [0, 500, 2000, 4000, 10**6])
+@pytest.mark.parametrize("budget", [0, 500, 2304, 4000, 6656, 10**6])  # 2304 and 6656: exactly full
 def test_split_by_budget_keeps_the_longest_prefix_that_fits(budget):
     case = {"seed": 0, "widths": [8, 16, 16, 4], "budget": budget, "batch": 5}
     layers, x = C.sequence(case)
     costs = [16 * sum(p.numel() for p in layer.parameters()) for layer in layers]
     k = max(i for i in range(len(costs) + 1) if sum(costs[:i]) <= budget)
-    devices = C.placement(layers, A.split_by_budget, case)
+    record = C.placement(layers, x, A.split_by_budget, case)
     per_param = [i for i, layer in enumerate(layers) for _ in layer.parameters()]
-    assert devices == ["cpu" if i < k else "meta" for i in per_param]
+    assert record == {"devices": ["cpu" if i < k else "meta" for i in per_param], "out": "meta", "error": None}
     split = A.split_by_budget(layers, budget, "cpu", "cpu")
     assert torch.equal(split(x), layers(x))
 
@@ -217,8 +241,9 @@ def _brute_force(model, profile_id, global_batch):
     for n, stage, mode in itertools.product(range(1, global_batch + 1), range(4), ("none", "selective", "full")):
         if global_batch % n:
             continue
+        trained = model["params"] - model["frozen"]
         states = sum(v / (n if k in {1: ["o"], 2: ["o", "g"], 3: ["o", "g", "w"]}.get(stage, []) else 1)
-                     for k, v in {"w": 2 * model["params"], "g": 2 * model["params"], "o": 12 * model["params"]}.items())
+                     for k, v in {"w": 2 * model["params"], "g": 2 * trained, "o": 12 * trained}.items())
         for b in range(1, global_batch // n + 1):
             layer = s * b * h * (34 + 5 * a * s / h)
             act = {"none": L * layer, "selective": L * 34 * s * b * h, "full": L * 2 * s * b * h + layer}[mode]

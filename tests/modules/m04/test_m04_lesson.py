@@ -240,3 +240,40 @@ def test_activation_rows_show_the_three_recomputation_modes():
         assert [r["micro-batch 1 (GiB)"] for r in rows] == [256.5, 76.5, 7.17]
     finally:
         set_language("both")
+
+
+def test_the_calculator_shows_its_table_in_an_html_widget_without_an_output_widget(monkeypatch):
+    """An Output widget (prints routed into it, clear_output) stalled a headless run of the lesson until its cell
+    timeout; the calculator sets an HTML widget's value instead, and recomputes it when a slider moves."""
+    import ipywidgets
+
+    def no_output(*args, **kwargs):
+        raise AssertionError("the calculator must not create an Output widget")
+
+    monkeypatch.setattr(ipywidgets, "Output", no_output)
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **kw: shown.extend(objects))
+    set_language("en")
+    try:
+        M.memory_calculator()
+        box = shown[0]
+        sliders, view = box.children[0].children + box.children[1].children, box.children[2]
+        assert isinstance(view, ipywidgets.HTML) and "<table>" in view.value and "H100 SXM" in view.value
+        first = view.value
+        sliders[0].value = 7e10  # the parameter slider
+        assert view.value != first
+    finally:
+        set_language("both")
+
+
+def test_measure_runs_on_one_cpu_thread_and_restores_torch_threads():
+    seen = []
+
+    class Timer(FakeTimer):
+        def __call__(self, fn, device, budget_s, **kwargs):
+            seen.append(torch.get_num_threads())
+            return super().__call__(fn, device, budget_s, **kwargs)
+
+    before = torch.get_num_threads()
+    M.measure("plain", "cpu", timer=Timer())
+    assert seen == [1] and torch.get_num_threads() == before

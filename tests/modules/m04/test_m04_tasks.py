@@ -79,7 +79,9 @@ def test_a_partial_verdict_lists_the_parts_that_are_right_and_names_the_mistake(
     shown = capsys.readouterr().out
     assert 0 < earned < 3
     assert "Known mistake: no micro-batch ran inside `model.no_sync()`" in shown
-    assert "✅ update (weighting, clipping)" in shown and "✅ scaler calls" in shown
+    right = [line for line in shown.splitlines() if line.lstrip().startswith("✅")]
+    assert any(line.endswith("update (weighting, clipping)") for line in right)
+    assert any(line.endswith("scaler calls") for line in right)
 
 
 def test_gb_for_gib_is_named_by_the_visible_plan_checks(capsys, monkeypatch):
@@ -96,9 +98,9 @@ def test_a_layer_left_on_the_first_device_shows_on_a_cpu_only_machine(capsys, mo
     earned = check("m04.split", wrong, points=2)
     assert earned is not None and earned < 2
     assert "the layers after the split stay on the first device" in capsys.readouterr().out
-    assert [p.ok for p in C.TASKS["split"].score(C.TASKS["split"].visible()[0],
-                                                core.canonical(C.TASKS["split"].answer(wrong, C.TASKS["split"].visible()[0])),
-                                                A.EXPECT["split"](C.TASKS["split"].visible()[0]))] == [False, True, True]
+    case = C.TASKS["split"].visible()[0]
+    parts = C.TASKS["split"].score(case, core.canonical(C.TASKS["split"].answer(wrong, case)), A.EXPECT["split"](case))
+    assert [p.ok for p in parts] == [False, False, True, True]  # placement, output device; values, gradients
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
