@@ -18,7 +18,7 @@ course's importable *program* sets up and checks, the learner's function works.
 
 The measurement: :func:`measure_allreduce` (rank side: warm-up, a repetition count
 the ranks agree on, the slowest rank's time) with :func:`bus_bandwidth`, nccl-tests'
-convention; :func:`allreduce_rows` and :func:`best_busbw` are the same as rank programs,
+convention; :func:`allreduce_rows` is the same as a rank program,
 :func:`allreduce_busbw` starts its own ranks (module 06's report card). Module 05's
 lesson, its measurement task's reference and the referee all use these.
 """
@@ -435,13 +435,6 @@ def allreduce_rows(sizes: list, budget_s: float = 0.25, total_s: float | None = 
     """Rank program: :func:`measure_allreduce` on this rank's process group."""
     import torch.distributed as dist
     return measure_allreduce(dist, sizes, budget_s, total_s, device)
-
-
-def best_busbw(sizes: list, repeats: int = 2, budget_s: float = 0.25) -> list[float]:
-    """Rank program: the busbw (GB/s) of each size, the best of ``repeats`` runs (contention only slows one)."""
-    import torch.distributed as dist
-    runs = [[row["busbw_gbs"] for row in measure_allreduce(dist, sizes, budget_s)] for _ in range(repeats)]
-    return [max(col) for col in zip(*runs)]
 
 
 def allreduce_busbw(world_size: int = 2, budget_s: float = 4.0, timeout_s: float = 120.0) -> dict | None:

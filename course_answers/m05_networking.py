@@ -1,8 +1,9 @@
 """Reference answers, known mistakes and hidden cases of module 05 (networking).
 
 Units: GB/s = 10^9 bytes/s, per direction unless a function says otherwise; Gb/s are bits.
-The bus-bandwidth factors and the all-reduce measurement are the core's (:mod:`autograder.ranks`):
-the lesson, the referee and module 06 use them too.
+The bus-bandwidth factors are the core's (:mod:`autograder.ranks`), as is the all-reduce measurement the
+referee takes beside the learner's in task 6 (which the learner must not call: :func:`allreduce_busbw` here is
+the task's own solution).
 
 ``EXPECT[task](case)`` gives the expected answer and, under ``"mistakes"``, what each known wrong
 answer of ``MISTAKES[task]`` returns on that case: a task's ``score`` names a mistake when the learner's
@@ -15,8 +16,9 @@ import re
 
 from autograder.checks.core import Recorded, canonical
 from autograder.modules.m05_networking import logs
-from autograder.modules.m05_networking.tasks import TASKS
-from autograder.ranks import BUSBW_FACTORS, bus_bandwidth, measure_allreduce
+from autograder.modules.m05_networking.tasks import (MEASURE_BUDGET_S, MEASURE_LIMIT_S, RING_TIMEOUT_S, SLOWEST,
+                                                     TASKS, fake_busbw)
+from autograder.ranks import BUSBW_FACTORS, bus_bandwidth
 
 __all__ = ["link_gbs", "superpod", "bucket", "read_nccl", "ring_all_reduce", "allreduce_busbw", "plan",
            "fake_busbw", "EXPECT", "HIDDEN", "MISTAKES"]
@@ -121,7 +123,7 @@ MISTAKES_SUPERPOD = {
     "per_gpu_allreduce": lambda levels: _tree_variant(levels, allreduce=lambda g, r: r, alltoall=_right_aa),
     "alltoall_like_allreduce": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=lambda g, r, n: g * r),
     "alltoall_every_level": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=lambda g, r, n: r),
-    "bits": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=_right_aa, bits=True),
+    "bits_levels": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=_right_aa, bits=True),
     "tie_upper": lambda levels: _tree_variant(levels, allreduce=_right_ar, alltoall=_right_aa, upper_on_tie=True),
 }
 
@@ -149,6 +151,10 @@ def _bucket_alpha_once(n, alpha_s, busbw_gbs, nbytes, target):
     return bucket(n, alpha_s / (2 * (n - 1)), busbw_gbs, nbytes, target)  # one α where a ring pays 2(n-1)
 
 
+def _bucket_ring_steps(n, alpha_s, busbw_gbs, nbytes, target):
+    return bucket(n, alpha_s * 2 * (n - 1) / n, busbw_gbs, nbytes, target)  # 2(n-1)·α·β where n·α·β belongs
+
+
 def _bucket_algbw(n, alpha_s, busbw_gbs, nbytes, target):
     beta = busbw_gbs * 1e9
     t = 2 * (n - 1) * alpha_s + 2 * (n - 1) / n * nbytes / beta
@@ -165,6 +171,12 @@ def _bucket_units(n, alpha_s, busbw_gbs, nbytes, target):
 def _bucket_floor(n, alpha_s, busbw_gbs, nbytes, target):
     out = bucket(n, alpha_s, busbw_gbs, nbytes, target)
     out["min_bytes"] = math.floor(target / (1 - target) * n * alpha_s * busbw_gbs * 1e9)
+    return out
+
+
+def _bucket_round(n, alpha_s, busbw_gbs, nbytes, target):
+    out = bucket(n, alpha_s, busbw_gbs, nbytes, target)
+    out["min_bytes"] = round(target / (1 - target) * n * alpha_s * busbw_gbs * 1e9)
     return out
 
 
@@ -207,6 +219,13 @@ def _read_allreduce_factor(log, collective, nbytes, ranks):
     return {**read_nccl(log, collective, nbytes, ranks), "ranks_in_log": _ranks_from(log, "all_reduce")}
 
 
+def _read_first_row(log, collective, nbytes, ranks):
+    row = next(r for r in _rows(log) if float(r[-7]) > 0 and float(r[-6]) > 0)  # the smallest message that shows
+    ratio = float(row[-6]) / float(row[-7])
+    count = round(2 / (2 - ratio)) if collective == "all_reduce" else round(1 / (1 - ratio))
+    return {**read_nccl(log, collective, nbytes, ranks), "ranks_in_log": count}
+
+
 def _read_time_algbw(log, collective, nbytes, ranks):
     row = max(_rows(log), key=lambda r: max(float(r[-6]), float(r[-2])))
     algbw = float(row[-7]) if float(row[-6]) >= float(row[-2]) else float(row[-3])
@@ -216,6 +235,16 @@ def _read_time_algbw(log, collective, nbytes, ranks):
 def _read_no_factor(log, collective, nbytes, ranks):
     out = read_nccl(log, collective, nbytes, ranks)
     return {**out, "seconds": nbytes / (out["busbw_gbs"] * 1e9)}
+
+
+def _read_log_ranks(log, collective, nbytes, ranks):
+    out = read_nccl(log, collective, nbytes, ranks)
+    return {**out, "seconds": nbytes * BUSBW_FACTORS[collective](out["ranks_in_log"]) / (out["busbw_gbs"] * 1e9)}
+
+
+def _read_gib(log, collective, nbytes, ranks):
+    out = read_nccl(log, collective, nbytes, ranks)
+    return {**out, "seconds": nbytes * BUSBW_FACTORS[collective](ranks) / (out["busbw_gbs"] * 2**30)}
 
 
 # ---------------------------------------------------------------- 5. ring all-reduce
@@ -250,32 +279,44 @@ def _ring_recorded(**change) -> Recorded:
     """What the ring check records for its visible case when every result has ``change`` applied."""
     case = TASKS["ring"].visible()[0]
     results = [{"world_size": w, "spec": spec, "error": None, "match": True, "used": [], "detail": "max |error| 0",
-                "in_place": True, "averaged": False, "chunks_done": w, **change}
+                "in_place": True, "averaged": False, "chunks_done": w, "wrong_rank": None, "wrong_chunks": [], **change}
                for w in case["world_sizes"] for spec in case["tensors"]]
     return Recorded({"results": results})
 
 
-GLOO_TIMEOUT = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out waiting 45000ms "
-                "for send operation to complete")
+GLOO_TIMEOUT = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out waiting "
+                f"{RING_TIMEOUT_S * 1000:.0f}ms for send operation to complete")
 
 
 # ---------------------------------------------------------------- 6. bus bandwidth measurement
-def allreduce_busbw(dist, sizes, world_size, budget_s: float = 0.25):
-    """busbw (GB/s) of ``dist.all_reduce`` for each size: the course's own measurement (autograder.ranks)."""
-    return [row["busbw_gbs"] for row in measure_allreduce(dist, sizes, budget_s)]
+def allreduce_busbw(dist, sizes, world_size, budget_s: float = MEASURE_BUDGET_S):
+    """busbw (GB/s) of ``dist.all_reduce`` for each size: warm-up, a count the ranks agree on, the slowest rank's time."""
+    import time
+
+    import torch
+
+    results = []
+    for nbytes in sizes:
+        x = torch.ones(max(1, nbytes // 4), dtype=torch.float32)  # bytes -> float32 elements
+        for _ in range(2):  # the first calls set up connections and buffers
+            dist.all_reduce(x)
+        start = time.perf_counter()
+        dist.all_reduce(x)
+        reps = torch.tensor([max(3, int(budget_s / max(time.perf_counter() - start, 1e-6)))])
+        dist.all_reduce(reps, op=dist.ReduceOp.MAX)  # every rank makes the same number of calls
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(int(reps)):
+            dist.all_reduce(x)
+        elapsed = torch.tensor([time.perf_counter() - start])
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # a collective takes as long as its slowest rank
+        results.append(bus_bandwidth("all_reduce", x.numel() * 4, float(elapsed) / int(reps), world_size))
+    return results
 
 
-def fake_busbw(case: dict) -> list[float] | None:
-    """The exact busbw of each size on the fake dist of a case (one all_reduce = α + bytes/β); None on real ranks."""
-    if case["kind"] != "fake":
-        return None
-    return [bus_bandwidth("all_reduce", s, case["alpha_s"] + s / case["bytes_per_s"], case["world_size"])
-            for s in case["sizes"]]
-
-
-def _measured(values: list, largest_call: int) -> Recorded:
+def _measured(values: list, largest_call: int, course_calls: int = 0) -> Recorded:
     """The fake case's record (visible case 0) for a measurement that reported ``values``."""
-    return Recorded({"rounds": [{"values": values, "largest_call": largest_call}],
+    return Recorded({"rounds": [{"values": values, "largest_call": largest_call, "course_calls": course_calls}],
                      "observed": {"walls": [5.0], "reference": [None]}}, case=0)
 
 
@@ -283,13 +324,19 @@ def _measure_mistakes() -> dict:
     case = TASKS["measure"].visible()[0]
     right, n, top = fake_busbw(case), case["world_size"], max(case["sizes"])
     setup = case["setup_s"]
-    first_call = [bus_bandwidth("all_reduce", s, case["alpha_s"] + s / case["bytes_per_s"] + setup / 10, n)
+    first_call = [bus_bandwidth("all_reduce", s, SLOWEST * (case["alpha_s"] + s / case["bytes_per_s"] + setup / 10), n)
                   for s in case["sizes"]]  # ten timed calls, the first of them paying the setup
-    hung = {"rounds": [{"learner": GLOO_TIMEOUT}] * 2, "observed": {"walls": [60.0] * 2, "reference": [None] * 2}}
+    hung = {"learner": GLOO_TIMEOUT.replace("send", "recv").replace(f"{RING_TIMEOUT_S * 1000:.0f}ms",
+                                                                    f"{MEASURE_LIMIT_S * 1000:.0f}ms"),
+            "calls": [41, 40, 40, 40], "course_calls": 0}
+    rounds = TASKS["measure"].rounds
     return {"algbw": _measured([v * n / (2 * (n - 1)) for v in right], top),
             "elements": _measured([v / 4 for v in right], 4 * top),
             "no_warmup": _measured(first_call, top),
-            "rank_counts": Recorded(hung, case=1)}
+            "not_slowest": _measured([v * SLOWEST for v in right], top),
+            "course_measurement": _measured(right, top, course_calls=len(case["sizes"]) * 8),
+            "rank_counts": Recorded({"rounds": [hung] * rounds,
+                                     "observed": {"walls": [7.0] * rounds, "reference": [None] * rounds}}, case=1)}
 
 
 # ---------------------------------------------------------------- 7. how far a model scales
@@ -309,7 +356,7 @@ def _step_s(job: dict, system: dict, gpus: int, *, comm=True, overlap=True, nvli
     return forward + (max(backward, seconds) if overlap else backward + seconds)
 
 
-def _plan(job: dict, systems: list[dict], whole_nodes: bool = True, **model) -> dict | None:
+def _plan(job: dict, systems: list[dict], whole_nodes: bool = True, tie_first: bool = False, **model) -> dict | None:
     best = None
     for system in systems:
         width = system["gpus_per_node"]
@@ -318,7 +365,7 @@ def _plan(job: dict, systems: list[dict], whole_nodes: bool = True, **model) -> 
         for gpus in counts:
             step = _step_s(job, system, gpus, **model)
             if step <= job["target_s"]:
-                if best is None or (gpus, step) < (best["gpus"], best["step_s"]):
+                if best is None or (gpus < best["gpus"] if tie_first else (gpus, step) < (best["gpus"], best["step_s"])):
                     best = {"system": system["name"], "gpus": gpus, "step_s": step}
                 break
     return best
@@ -334,10 +381,11 @@ MISTAKES = {
     "links": {"direction": _links_both_ways, "bits": _links_bits, "encoding": _links_no_encoding,
               "encoding_table": _links_table},
     "superpod": MISTAKES_SUPERPOD,
-    "bucket": {"alpha_once": _bucket_alpha_once, "algbw_fraction": _bucket_algbw, "units": _bucket_units,
-               "round_down": _bucket_floor},
+    "bucket": {"alpha_once": _bucket_alpha_once, "ring_steps": _bucket_ring_steps, "algbw_fraction": _bucket_algbw,
+               "units": _bucket_units, "round_down": _bucket_floor, "round_nearest": _bucket_round},
     "read_nccl": {"avg_line": _read_avg_line, "algbw_column": _read_algbw, "allreduce_factor": _read_allreduce_factor,
-                  "time_with_algbw": _read_time_algbw, "time_without_factor": _read_no_factor},
+                  "first_row": _read_first_row, "time_with_algbw": _read_time_algbw,
+                  "time_without_factor": _read_no_factor, "log_ranks": _read_log_ranks, "gib": _read_gib},
     "ring": {"collective": _ring_recorded(used=["all_reduce"]),
              "reduce_scatter_only": _ring_recorded(match=False, chunks_done=1, detail="max |error| 12"),
              "averaged": _ring_recorded(match=False, averaged=True, chunks_done=0, detail="max |error| 3"),
@@ -349,7 +397,8 @@ MISTAKES = {
              "nvlink_beyond_node": lambda job, systems: _plan(job, systems, nvlink_beyond=True),
              "one_nic": lambda job, systems: _plan(job, systems, one_nic=True),
              "ring_everywhere": lambda job, systems: _plan(job, systems, ring_only=True),
-             "partial_nodes": lambda job, systems: _plan(job, systems, whole_nodes=False)},
+             "partial_nodes": lambda job, systems: _plan(job, systems, whole_nodes=False),
+             "tie_first": lambda job, systems: _plan(job, systems, tie_first=True)},
 }
 
 
@@ -454,7 +503,8 @@ EXPECT = {
                                                            "min_bytes_ok": _bucket_sizes_ok(case)}),
     "read_nccl": lambda case: _with_mistakes("read_nccl", case, read_nccl(case["log"], case["collective"], case["nbytes"],
                                                                           case["ranks"])),
-    "measure": fake_busbw,  # real ranks: graded against gloo's own all_reduce, taken by the referee
+    "measure": lambda case: fake_busbw(case) if case["kind"] == "fake" else None,  # real ranks: against gloo's own
+                                                                                     # all_reduce, taken by the referee
     "plan": lambda case: _with_mistakes("plan", case, plan(case["job"], case["systems"])),
 }  # "ring": scored against dist.all_reduce on the same ranks, no expected answer
 
