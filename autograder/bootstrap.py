@@ -20,6 +20,8 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 
+from . import layout
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
 MARKER = VENV / ".course-installed"
@@ -252,12 +254,12 @@ def start_language() -> str:
 
 
 def start_page() -> Path:
-    return Path("lessons") / "00_start_here" / f"lesson.{start_language()}.ipynb"
+    return layout.lesson("00_start_here", start_language())
 
 
 def start(args: list[str]) -> int:
     ensure_venv()
-    other = start_page().with_name("lesson.en.ipynb" if start_language() == "ko" else "lesson.ko.ipynb")
+    other = layout.lesson("00_start_here", "en" if start_language() == "ko" else "ko")
     say(f"시작 페이지: {start_page()} (다른 언어: {other}; 맨 위 링크로 바꿀 수 있고, COURSE_LANG=ko 또는 en으로 정할 수 있습니다)",
         f"Start page: {start_page()} (other language: {other}; switch with the links at its top, or set COURSE_LANG=ko or en)")
     # The interface in the start page's language, without the news popup (autograder/data/jupyter/lab/<lang>).
@@ -274,7 +276,7 @@ def start(args: list[str]) -> int:
 
 def test(args: list[str]) -> int:
     ensure_venv()
-    lessons = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("lessons/*/lesson.en.ipynb"))
+    lessons = [str(p.relative_to(ROOT)) for p in layout.lessons("en", ROOT)]
     tests = ["tests"] if (ROOT / "tests").is_dir() else []  # a learner edition: its lessons only
     cmd = [str(PYTHON), "-m", "pytest", *tests, "--nbval-lax", *lessons, *args]
     return subprocess.call(cmd, cwd=ROOT, env=venv_env())

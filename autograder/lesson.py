@@ -22,7 +22,7 @@ def notebook_language() -> str | None:
     execute``/``nbconvert --execute``, papermill, nbval), the notebooks named on the command
     line of the process that started the kernel, when they are in the kernel's folder and
     agree. A notebook's language is its metadata ``language`` field, else its name
-    (``lesson.ko.ipynb``).
+    (``01_devices.ko.ipynb``).
     """
     for name in (os.environ.get("JPY_SESSION_NAME", ""), os.environ.get(NOTEBOOK_ENV, "")):
         lang = _language_of(name) if name else None

@@ -2,7 +2,7 @@
 
 The course's Jupyter configuration (``data/jupyter/jupyter_server_config.json``, used by ``python3 -m
 autograder start`` and by the class hub) makes :func:`pre_save` the server's pre-save hook. For a lesson
-(``lessons/NN_topic/lesson.ko.ipynb`` or ``.en``) it drops what running adds: outputs, execution counts, the
+(``lessons/NN_topic/NN_topic.ko.ipynb`` or ``.en``, ``layout.LESSON``) it drops what running adds: outputs, execution counts, the
 cell metadata JupyterLab writes (collapsed, scrolled, execution times), widget state, and the kernel and
 language details of this machine. A lesson that was only run is then byte for byte the committed one (``git
 status`` stays clean, ``git pull`` and nbgitpuller update it); a learner's own edits to its cells are kept.
@@ -10,10 +10,10 @@ Exercises are the learner's work and are saved as they are.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
-LESSON = re.compile(r"(?:^|/)lessons/\d\d_[^/]+/lesson\.(?:ko|en)\.ipynb$")
+from .layout import LESSON
+
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 VOLATILE_CELL = ("collapsed", "scrolled", "execution", "trusted", "jupyter", "ExecuteTime")
 VOLATILE_NOTEBOOK = ("widgets", "toc", "varInspector")

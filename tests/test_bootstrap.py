@@ -325,4 +325,4 @@ def test_start_opens_jupyterlab_with_the_course_settings_in_the_start_pages_lang
     assert f"--LabApp.app_settings_dir={bootstrap.JUPYTER_CONFIG / 'lab' / lang}" in cmd
     assert (bootstrap.JUPYTER_CONFIG / "lab" / lang / "overrides.json").exists()
     assert kw["env"]["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(bootstrap.JUPYTER_CONFIG)
-    assert any(a.endswith(f"lesson.{lang}.ipynb") for a in cmd)
+    assert any(a.endswith(f"00_start_here.{lang}.ipynb") for a in cmd)

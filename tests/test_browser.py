@@ -30,8 +30,8 @@ from autograder.grading.course import REPO
 from fixtures.servers import free_port, fresh_copy, request, stop, wait_for
 
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
-LESSONS = {"ko": "lessons/01_devices/lesson.ko.ipynb", "en": "lessons/03_memory_hierarchy/lesson.en.ipynb"}
-EXERCISE = "exercises/03_memory_hierarchy/exercise.ipynb"
+LESSONS = {"ko": "lessons/01_devices/01_devices.ko.ipynb", "en": "lessons/03_memory_hierarchy/03_memory_hierarchy.en.ipynb"}
+EXERCISE = "exercises/03_memory_hierarchy/03_memory_hierarchy_exercise.ipynb"
 RUN_S = 600  # a lesson's Run All on a loaded 2-core machine
 
 
@@ -167,16 +167,16 @@ def no_tofu(page, selector: str, chars: str = "가힣한") -> bool:
 @pytest.mark.parametrize("lang", ["ko", "en"])
 def test_start_page_renders_and_its_links_open_lessons(browser, labs, shots, lang):
     lab = Lab(browser, labs[lang], shots, f"start-{lang}")
-    lab.open(f"lessons/00_start_here/lesson.{lang}.ipynb")
+    lab.open(f"lessons/00_start_here/00_start_here.{lang}.ipynb")
     lab.shot("start-page")
     assert no_tofu(lab.page, ".jp-MarkdownCell .jp-RenderedMarkdown"), "Hangul in the start page renders as boxes"
     menu = lab.page.locator(".lm-MenuBar-itemLabel").first.inner_text()
     assert (menu == "파일") == (lang == "ko"), f"interface language: the first menu reads {menu!r}"
     assert no_tofu(lab.page, ".lm-MenuBar-itemLabel"), "Hangul in the menus renders as boxes"
-    link = lab.page.locator(f".jp-RenderedMarkdown table a[href*='01_devices/lesson.{lang}.ipynb']").first  # the module map
+    link = lab.page.locator(f".jp-RenderedMarkdown table a[href*='01_devices/01_devices.{lang}.ipynb']").first  # the module map
     link.click()
     lab.page.wait_for_function(
-        f"() => window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.title.label.includes('lesson.{lang}')"
+        f"() => window.jupyterapp.shell.currentWidget && window.jupyterapp.shell.currentWidget.title.label === '01_devices.{lang}.ipynb'"
         " && window.jupyterapp.shell.currentWidget.context.path.includes('01_devices')", timeout=60_000)
     lab.shot("lesson-01-opened")
     assert not lab.errors, "\n".join(lab.errors)
@@ -306,7 +306,7 @@ def test_every_markdown_cell_renders_its_bold_in_jupyterlab(browser, labs, shots
                 sources.append(cell.source)
                 places.append(f"{path.relative_to(REPO)} cell {i}")
     lab = Lab(browser, labs["ko"], shots, "markdown")
-    lab.open("lessons/00_start_here/lesson.ko.ipynb")
+    lab.open("lessons/00_start_here/00_start_here.ko.ipynb")
     left = lab.page.evaluate("""async (sources) => {
         const rm = window.jupyterapp.shell.currentWidget.content.rendermime;
         const found = [];

@@ -141,12 +141,12 @@ def test_a_lesson_opened_and_run_leaves_git_status_clean(clone):
     """The course's pre-save hook (autograder/lesson_save.py) saves a lesson without what running added; an
     exercise, the learner's own work, keeps its outputs."""
     url, token, root = clone["url"], clone["token"], clone["root"]
-    for lesson in ("lessons/01_devices/lesson.en.ipynb", "lessons/03_memory_hierarchy/lesson.ko.ipynb"):
+    for lesson in ("lessons/01_devices/01_devices.en.ipynb", "lessons/03_memory_hierarchy/03_memory_hierarchy.ko.ipynb"):
         nb = json.loads(request(f"{url}/api/contents/{lesson}?content=1", token)[1])["content"]
         _save(clone, lesson, _run_in_jupyterlab(nb))
     status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
     assert status.stdout == "", "a lesson that was only run must stay the committed file:\n" + status.stdout
-    exercise = "exercises/01_devices/exercise.ipynb"
+    exercise = "exercises/01_devices/01_devices_exercise.ipynb"
     nb = json.loads(request(f"{url}/api/contents/{exercise}?content=1", token)[1])["content"]
     _save(clone, exercise, _run_in_jupyterlab(nb))
     saved = json.loads((root / exercise).read_text(encoding="utf-8"))
@@ -158,7 +158,7 @@ def test_lesson_saved_by_jupyterlab_then_updated_with_nbgitpuller(clone):
     """JupyterLab's save (language_info from the kernel, outputs, an edit) and a course update: the update
     merges, the learner's work stays, and nothing asks the learner to resolve anything."""
     url, token, root, upstream = clone["url"], clone["token"], clone["root"], clone["upstream"]
-    lesson = "lessons/01_devices/lesson.en.ipynb"
+    lesson = "lessons/01_devices/01_devices.en.ipynb"
     status, body = request(f"{url}/api/contents/{lesson}?content=1", token)
     assert status == 200
     model = json.loads(body)

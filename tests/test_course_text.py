@@ -32,7 +32,7 @@ def test_no_reference_to_the_commissioning_documents(path):
 def titles() -> dict:
     """Each module's title as its lesson's heading gives it, per language."""
     out = {}
-    for path in sorted(ROOT.glob("lessons/0[1-9]_*/lesson.*.ipynb")):
+    for path in sorted(ROOT.glob("lessons/0[1-9]_*/0[1-9]_*.*.ipynb")):
         first = json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"]
         heading = next(line for line in "".join(first).splitlines() if line.startswith("# "))
         number, _, title = heading[2:].partition(" · ")
@@ -46,7 +46,7 @@ def test_every_lesson_heading_is_number_dot_title():
 
 
 @pytest.mark.parametrize("page", ["README.md", "autograder/data/edition/README.md",
-                                  "lessons/00_start_here/lesson.ko.ipynb", "lessons/00_start_here/lesson.en.ipynb"])
+                                  "lessons/00_start_here/00_start_here.ko.ipynb", "lessons/00_start_here/00_start_here.en.ipynb"])
 def test_module_maps_use_the_lesson_titles(page):
     text = (ROOT / page).read_text(encoding="utf-8")
     if page.endswith(".ipynb"):
@@ -55,7 +55,7 @@ def test_module_maps_use_the_lesson_titles(page):
     for (folder, lang), (_, title) in titles().items():
         if lang not in langs:
             continue
-        row = r"^\| \d\d \| \[([^\]]+)\]\((?:\.\./|lessons/)" + re.escape(folder) + r"/lesson\." + lang + r"\.ipynb\)"
+        row = r"^\| \d\d \| \[([^\]]+)\]\((?:\.\./|lessons/)" + re.escape(folder) + "/" + re.escape(folder) + r"\." + lang + r"\.ipynb\)"
         links = re.findall(row, text, re.M)
         assert links, f"{page}: no row of the module map links to {folder}'s {lang} lesson"
         for link in links:
@@ -66,5 +66,5 @@ def test_learner_text_exists_in_both_languages():
     """A bilingual call or message with an empty side, or with Korean in its English side, is a translation left out."""
     hangul = re.compile(r"[\uac00-\ud7a3]")
     bad = [f"{place}: {text[:60]!r}" for group, place, lang, text in texts()
-           if lang == "en" and group != "instructor guide" and hangul.search(text) and "lesson.ko.ipynb" not in text and "한국어" not in text]
+           if lang == "en" and group != "instructor guide" and hangul.search(text) and ".ko.ipynb" not in text and "한국어" not in text]
     assert not bad, "English text with Korean in it:\n" + "\n".join(bad[:30])

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import i18n
+from autograder import i18n, layout
 from autograder.checks import core
 from autograder.checks.core import CheckFailed, Part, Task
 from autograder.expectations import Band, side_by_side
@@ -212,16 +212,16 @@ def test_submit_lists_a_failing_visible_check_in_both_languages(demo, tmp_path):
 
 # ---------------------------------------------------------------- each lesson in its own language
 def test_every_lesson_notebook_names_its_language():
-    for path in ROOT.glob("lessons/*/lesson.*.ipynb"):
-        lang = path.name.split(".")[1]
+    for path in layout.lessons("ko", ROOT) + layout.lessons("en", ROOT):
+        lang = path.name.split(".")[-2]
         assert json.loads(path.read_text(encoding="utf-8"))["metadata"]["language"] == lang, path
 
 
 def test_both_start_pages_offer_both_languages_first():
     for lang in ("ko", "en"):
-        nb = json.loads((ROOT / "lessons" / "00_start_here" / f"lesson.{lang}.ipynb").read_text(encoding="utf-8"))
+        nb = json.loads(layout.lesson("00_start_here", lang, ROOT).read_text(encoding="utf-8"))
         first = "".join(nb["cells"][0]["source"]).splitlines()[0]
-        assert "(lesson.ko.ipynb)" in first and "(lesson.en.ipynb)" in first
+        assert "(00_start_here.ko.ipynb)" in first and "(00_start_here.en.ipynb)" in first
 
 
 @pytest.mark.parametrize("env,page", [({"LANG": "C.UTF-8"}, "en"), ({"LANG": "ko_KR.UTF-8"}, "ko"),
@@ -234,7 +234,7 @@ def test_start_page_language(monkeypatch, env, page):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(bootstrap.locale, "getlocale", lambda: (None, None))
-    assert bootstrap.start_page().name == f"lesson.{page}.ipynb"
+    assert bootstrap.start_page() == layout.lesson("00_start_here", page)
 
 
 RUNNER = textwrap.dedent("""
@@ -252,11 +252,11 @@ def test_a_headless_lesson_prints_only_its_own_language(tmp_path):
     cell = nbformat.v4.new_code_cell('from autograder import lesson\nlesson.setup()\nprint(lesson.t("가나다", "ABC"))')
     for lang in ("ko", "en"):
         nb = nbformat.v4.new_notebook(cells=[cell], metadata={"language": lang})
-        nbformat.write(nb, str(tmp_path / f"lesson.{lang}.ipynb"))
+        nbformat.write(nb, str(tmp_path / f"01_devices.{lang}.ipynb"))
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("COURSE_LANG", "JPY_SESSION_NAME")}
     env["MPLBACKEND"] = "Agg"
     for lang, want, other in (("ko", "가나다", "ABC"), ("en", "ABC", "가나다")):
-        out = subprocess.run([sys.executable, "-c", RUNNER, str(tmp_path / f"lesson.{lang}.ipynb"), str(tmp_path)],
+        out = subprocess.run([sys.executable, "-c", RUNNER, str(tmp_path / f"01_devices.{lang}.ipynb"), str(tmp_path)],
                              capture_output=True, text=True, env=env, timeout=180, cwd=str(ROOT)).stdout
         assert want in out and other not in out, out
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import layout
 from autograder.grading.course import GradingError
 from autograder.grading.edition import write
 
@@ -113,8 +114,8 @@ def test_the_edition_holds_the_learners_part_only(edition):
     assert 'include = ["autograder*"]' in (edition / "pyproject.toml").read_text()
     readme = (edition / "README.md").read_text(encoding="utf-8")
     assert "learner edition" in readme and "수강생용" in readme and "docs/instructor.md" not in readme
-    assert sorted(p.parent.name for p in edition.glob("exercises/*/exercise.ipynb")) == sorted(
-        p.parent.name for p in REPO.glob("solutions/*/exercise.ipynb"))
+    assert sorted(p.parent.name for p in edition.glob("exercises/*/*_exercise.ipynb")) == sorted(
+        p.parent.name for p in REPO.glob("solutions/*/*_exercise.ipynb"))
 
 
 def test_no_solution_hidden_test_or_reference_text_is_in_the_edition(edition):
@@ -192,12 +193,13 @@ def with_solutions(exercise: Path, solution: Path) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.mark.parametrize("assignment", sorted(p.parent.name for p in REPO.glob("solutions/*/exercise.ipynb")))
+@pytest.mark.parametrize("assignment", sorted(p.parent.name for p in REPO.glob("solutions/*/*_exercise.ipynb")))
 def test_every_visible_check_passes_the_reference_solution_in_the_learners_install(
         edition, learner_python, assignment, tmp_path):
     folder = edition / "exercises" / assignment
-    pasted = tmp_path / "exercise.ipynb"
-    nbformat.write(with_solutions(folder / "exercise.ipynb", REPO / "solutions" / assignment / "exercise.ipynb"), pasted)
+    pasted = tmp_path / layout.exercise(assignment).name
+    nbformat.write(with_solutions(layout.exercise(assignment, "exercises", edition),
+                                  layout.exercise(assignment, "solutions", REPO)), pasted)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "NBGRADER_"))}
     done = subprocess.run([str(learner_python), "-c", RUN, str(pasted), str(folder)], capture_output=True, text=True, cwd=tmp_path,
                           timeout=1200, env={**env, "COURSE_LANG": "en", "COURSE_NO_PROGRESS": "1",

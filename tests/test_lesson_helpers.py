@@ -14,15 +14,15 @@ def reset_language(monkeypatch):
     i18n._chosen = None
 
 
-@pytest.mark.parametrize("name, lang", [("/x/lesson.ko.ipynb", "ko"), ("/x/lesson.en.ipynb", "en"),
-                                        ("/x/exercise.ipynb", "both")])
+@pytest.mark.parametrize("name, lang", [("/x/01_devices.ko.ipynb", "ko"), ("/x/01_devices.en.ipynb", "en"),
+                                        ("/x/01_devices_exercise.ipynb", "both")])
 def test_language_follows_the_notebook_name(monkeypatch, name, lang):
     monkeypatch.setenv("JPY_SESSION_NAME", name)
     assert lesson.setup() == lang
 
 
 def test_course_lang_overrides_the_notebook_name(monkeypatch):
-    monkeypatch.setenv("JPY_SESSION_NAME", "/x/lesson.ko.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", "/x/01_devices.ko.ipynb")
     monkeypatch.setenv("COURSE_LANG", "en")
     assert lesson.setup() == "en"
     assert lesson.t("가", "a") == "a"

@@ -5,10 +5,12 @@ from pathlib import Path
 
 import pytest
 
+from autograder import layout
+
 ROOT = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
-LANGUAGE_LINK = re.compile(r"\[[^\]]*\]\((?:\./)?lesson\.ko\.ipynb[^)]*\)")
-KO_LESSONS = sorted(ROOT.glob("lessons/*/lesson.ko.ipynb"))
+LANGUAGE_LINK = re.compile(r"\[[^\]]*\]\((?:\./)?\d\d_[a-z_]+\.ko\.ipynb[^)]*\)")
+KO_LESSONS = layout.lessons("ko", ROOT)
 ALL_NOTEBOOKS = sorted(ROOT.glob("lessons/*/*.ipynb")) + sorted(ROOT.glob("solutions/*/*.ipynb")) \
     + sorted(ROOT.glob("exercises/*/*.ipynb"))
 
@@ -23,7 +25,7 @@ def source(cell: dict) -> str:
 
 
 def test_every_lesson_has_both_languages():
-    en = {p.parent.name for p in ROOT.glob("lessons/*/lesson.en.ipynb")}
+    en = {p.parent.name for p in layout.lessons("en", ROOT)}
     ko = {p.parent.name for p in KO_LESSONS}
     assert ko, "no lessons found"
     assert ko == en, f"lessons without a pair: {sorted(ko ^ en)}"
@@ -31,7 +33,7 @@ def test_every_lesson_has_both_languages():
 
 @pytest.mark.parametrize("ko_path", KO_LESSONS, ids=lambda p: p.parent.name)
 def test_pair_has_same_cells_and_identical_code(ko_path):
-    ko, en = cells(ko_path), cells(ko_path.with_name("lesson.en.ipynb"))
+    ko, en = cells(ko_path), cells(layout.lesson(ko_path.parent.name, "en", ROOT))
     assert [c["cell_type"] for c in ko] == [c["cell_type"] for c in en]
     for i, (a, b) in enumerate(zip(ko, en)):
         if a["cell_type"] == "code":
@@ -40,7 +42,7 @@ def test_pair_has_same_cells_and_identical_code(ko_path):
 
 @pytest.mark.parametrize("ko_path", KO_LESSONS, ids=lambda p: p.parent.name)
 def test_markdown_is_in_its_language(ko_path):
-    ko, en = cells(ko_path), cells(ko_path.with_name("lesson.en.ipynb"))
+    ko, en = cells(ko_path), cells(layout.lesson(ko_path.parent.name, "en", ROOT))
     for i, (a, b) in enumerate(zip(ko, en)):
         if a["cell_type"] != "markdown":
             continue

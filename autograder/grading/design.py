@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import modules
+from .. import layout, modules
 from ..checks import task
 
 SKIPPED = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT, tokenize.ENDMARKER}
@@ -79,7 +79,7 @@ def _answers(notebook: Path) -> list[tuple[str, float, str]]:
 
 
 def _lesson_cells(repo: Path, module: str) -> list[tuple[int, Counter]]:
-    path = repo / "lessons" / module / "lesson.en.ipynb"
+    path = layout.lesson(module, "en", repo)
     if not path.exists():
         return []
     nb = nbformat.read(str(path), as_version=4)

@@ -237,7 +237,7 @@ def test_step_flops_counts_six_per_weight_and_sample():
 
 
 def _cell(lang: str, anchor: str) -> str:
-    cells = json.loads((ROOT / f"lessons/01_devices/lesson.{lang}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads((ROOT / f"lessons/01_devices/01_devices.{lang}.ipynb").read_text(encoding="utf-8"))["cells"]
     return next("".join(c["source"]) for c in cells if f'<a id="{anchor}">' in "".join(c["source"]))
 
 

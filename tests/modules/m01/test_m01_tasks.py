@@ -15,7 +15,7 @@ from autograder.modules.m01_devices import tasks as checks
 from course_answers import m01_devices as answers
 
 ROOT = Path(__file__).resolve().parents[3]
-SOLUTION = ROOT / "solutions" / "01_devices" / "exercise.ipynb"
+SOLUTION = ROOT / "solutions" / "01_devices" / "01_devices_exercise.ipynb"
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 FUNCTIONS = {"picker": "pick_device", "mlx": "mlx_device", "setup": "training_setup", "memory": "finetune_plan",
              "timer": "time_call", "audit": "diagnose"}
@@ -273,11 +273,11 @@ def test_exercise_cells_are_korean_then_english():
 def test_notebook_links_resolve():
     """Exercise links point to anchors present in both lessons, named by the section's title; lesson links resolve."""
     exercise = "\n".join("".join(c["source"]) for c in json.loads(SOLUTION.read_text(encoding="utf-8"))["cells"])
-    links = re.findall(r"\[([^\]]+)\]\([./]*lessons/01_devices/lesson\.(?:ko|en)\.ipynb#(sec-[\w-]+)\)", exercise)
+    links = re.findall(r"\[([^\]]+)\]\([./]*lessons/01_devices/01_devices\.(?:ko|en)\.ipynb#(sec-[\w-]+)\)", exercise)
     assert len({a for _, a in links}) >= 5
     assert not any(text.startswith("sec-") or "sec-" in text for text, _ in links)
     for lang in ("ko", "en"):
-        path = ROOT / "lessons" / "01_devices" / f"lesson.{lang}.ipynb"
+        path = ROOT / "lessons" / "01_devices" / f"01_devices.{lang}.ipynb"
         body = path.read_text(encoding="utf-8")
         assert all(f'<a id=\\"{a}\\"></a>' in body for _, a in links), lang
         for target in set(re.findall(r"\]\(((?:\.\./)+[\w/.-]+\.ipynb)", body)):

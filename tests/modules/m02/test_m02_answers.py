@@ -145,7 +145,7 @@ def test_the_lesson_and_task_1_agree_on_the_clock_of_the_tensor_peak(lang):
     import json
     from pathlib import Path
     from autograder.modules.m02_gpu_architecture.lesson import PEAK_GPUS
-    nb = json.loads((Path(__file__).resolve().parents[3] / f"lessons/02_gpu_architecture/lesson.{lang}.ipynb")
+    nb = json.loads((Path(__file__).resolve().parents[3] / f"lessons/02_gpu_architecture/02_gpu_architecture.{lang}.ipynb")
                     .read_text(encoding="utf-8"))
     text = {c["id"]: "".join(c["source"]) for c in nb["cells"]}
     assert "1,024" in text["c15"] and "1.83 GHz" in text["c15"] and "811" in text["c15"]

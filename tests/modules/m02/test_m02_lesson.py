@@ -71,7 +71,7 @@ def test_measured_matmul_efficiency_has_its_source():
 
 
 def lesson_text(lang: str) -> dict:
-    nb = json.loads((REPO / f"lessons/02_gpu_architecture/lesson.{lang}.ipynb").read_text(encoding="utf-8"))
+    nb = json.loads((REPO / f"lessons/02_gpu_architecture/02_gpu_architecture.{lang}.ipynb").read_text(encoding="utf-8"))
     return {c["id"]: "".join(c["source"]) for c in nb["cells"]}
 
 

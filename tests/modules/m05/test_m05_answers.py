@@ -22,7 +22,7 @@ def nvlink(gen):
 
 
 def markdown(lang: str) -> str:
-    cells = json.loads((LESSONS / f"lesson.{lang}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads((LESSONS / f"05_networking.{lang}.ipynb").read_text(encoding="utf-8"))["cells"]
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
 
 

@@ -533,7 +533,7 @@ def test_exercise_links_name_their_lesson_section_with_its_number():
     import re
 
     import nbformat
-    nb = nbformat.read("solutions/05_networking/exercise.ipynb", as_version=4)
+    nb = nbformat.read("solutions/05_networking/05_networking_exercise.ipynb", as_version=4)
     links = [m for c in nb.cells if c.cell_type == "markdown"
              for m in re.findall(r"\[(?:수업|Lesson): ([^\]]+)\]", c.source)]
     assert len(links) == 14 and all(re.match(r"\d\. ", text) for text in links)

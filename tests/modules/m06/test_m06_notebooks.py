@@ -4,9 +4,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCE = ROOT / "solutions" / "06_choosing_hardware" / "exercise.ipynb"
-STUDENT = ROOT / "exercises" / "06_choosing_hardware" / "exercise.ipynb"
-LESSONS = [ROOT / "lessons" / "06_choosing_hardware" / f"lesson.{lang}.ipynb" for lang in ("ko", "en")]
+SOURCE = ROOT / "solutions" / "06_choosing_hardware" / "06_choosing_hardware_exercise.ipynb"
+STUDENT = ROOT / "exercises" / "06_choosing_hardware" / "06_choosing_hardware_exercise.ipynb"
+LESSONS = [ROOT / "lessons" / "06_choosing_hardware" / f"06_choosing_hardware.{lang}.ipynb" for lang in ("ko", "en")]
 TASKS = {"cost", "claim", "serve", "deploy", "smi_log", "inventory", "mfu"}
 DATA = ROOT / "autograder" / "modules" / "m06_choosing_hardware" / "data"
 
@@ -123,7 +123,7 @@ def test_the_trials_wordings_are_gone():
 
 def test_exercise_links_point_to_lesson_anchors():
     exercise = "\n".join(text(c) for c in cells(SOURCE))
-    anchors = set(re.findall(r"lesson\.(?:ko|en)\.ipynb#(sec-[\w-]+)", exercise))
+    anchors = set(re.findall(r"06_choosing_hardware\.(?:ko|en)\.ipynb#(sec-[\w-]+)", exercise))
     assert anchors
     for lesson in LESSONS:
         body = "\n".join(text(c) for c in cells(lesson))
