@@ -644,12 +644,14 @@ WRONG_TIMERS = {"reads_only": _gbs_reads_only, "gib": _gbs_gib, "host_arrays": _
                 "no_warmup": _gbs_no_warmup}
 
 
-def _sim_recorded(gbs: float, launches: int, synchronizes: int, transfers: int = 1, implicit: int = 0) -> Recorded:
+def _sim_recorded(gbs: float, launches: int, synchronizes: int, transfers: int = 1, implicit: int = 0,
+                  reference_calls: int = 0) -> Recorded:
     """What the check records for a timing function on the virtual clock of the visible case (5e-4 GB/s)."""
     copy = {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}
     facts = {"bandwidth_gbs": tasks.SIM_GBS, "launches": launches, "implicit": implicit, "transfers": transfers,
              "synchronizes": synchronizes, "compiles": 1, "moved": 8 * tasks.SIM_ELEMENTS}
-    round_ = {"device": "cpu", "simulated": True, "n": tasks.SIM_ELEMENTS, "gbs": gbs, "copy": copy, "virtual": facts}
+    round_ = {"device": "cpu", "simulated": True, "n": tasks.SIM_ELEMENTS, "gbs": gbs, "copy": copy, "virtual": facts,
+              "reference_calls": reference_calls}
     return Recorded({"rounds": [round_] * 3, "observed": {"walls": [1.0] * 3, "reference": [{"simulated": True}] * 3}})
 
 
@@ -660,4 +662,5 @@ MISTAKES["copy"] = {
     "timed_copies": _sim_recorded(2.380952034948242e-05, launches=4, synchronizes=7, transfers=8),
     "no_synchronize": _sim_recorded(0.03276144771348328, launches=999, synchronizes=0),
     "no_warmup": _sim_recorded(0.00019795087498170118, launches=10, synchronizes=1),
+    "reference_called": _sim_recorded(0.0005, launches=15, synchronizes=29, reference_calls=1),
 }

@@ -607,13 +607,16 @@ def _copy_answer(learner, case) -> dict:
     copy = {"right": bool(np.array_equal(dst, src)), "error": record.error, "oob": bool(record.oob),
             "reads": sum(record.reads.values()), "writes": sum(record.writes.values()),
             "sectors": record.sectors_per_request("src")}
-    n = copy_elements(case)
+    n, before = copy_elements(case), copy_calls
     if not device.SIMULATED:
-        return {"device": device.gpu_name(), "simulated": False, "n": n, "gbs": _number(measure(n)), "copy": copy}
+        gbs = _number(measure(n))
+        return {"device": device.gpu_name(), "simulated": False, "n": n, "gbs": gbs, "copy": copy,
+                "reference_calls": copy_calls - before}
     bandwidth = float(case.get("sim_gbs", SIM_GBS))
     with clock.virtual_gpu(bandwidth, bandwidth / SIM_LINK_SHARE, getattr(measure, "__globals__", None)) as gpu:
         gbs = _number(measure(n))
-    return {"device": "cpu", "simulated": True, "n": n, "gbs": gbs, "copy": copy, "virtual": gpu.facts()}
+    return {"device": "cpu", "simulated": True, "n": n, "gbs": gbs, "copy": copy, "virtual": gpu.facts(),
+            "reference_calls": copy_calls - before}
 
 
 def _number(value: Any) -> Any:
@@ -634,9 +637,14 @@ def reference_copy(dst, src):
         dst[i] = src[i]
 
 
+copy_calls = 0  # how many times reference_copy_gbs has run in this process (an answer must measure by itself)
+
+
 def reference_copy_gbs(n: int, budget_s: float | None = None) -> float:
     """The course's copy kernel on ``n`` float32 values, 256 threads per block, timed with the harness
     (read + write counted)."""
+    global copy_calls
+    copy_calls += 1
     from ...harness import time_fn
     src = cuda.to_device(np.ones(n, np.float32))
     dst = cuda.device_array(n, np.float32)
@@ -662,6 +670,8 @@ def _spec_bandwidth() -> float | None:
 
 def _copy_score(case, answer, want) -> list[Part]:
     rounds = referee.rounds(answer)
+    if any(isinstance(r, dict) and r.get("reference_calls") for r in rounds):
+        return [Part(False, _m("mistake.reference_called"), mistake="reference_called")]
     bad = next((r for r in rounds if not (isinstance(r.get("gbs"), (int, float)) and r["gbs"] > 0)), None)
     if not rounds or bad is not None:
         return [Part(False, _m("need_gbs", found=bad.get("gbs") if bad else None))]
@@ -783,5 +793,6 @@ TASKS = {
                     mistakes=("no_max", "other_zero", "no_mask")),
     "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible, hint=_hint,
                  measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
-                 mistakes=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup")),
+                 mistakes=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup",
+                           "reference_called")),
 }

@@ -178,3 +178,10 @@ def test_a_missing_triton_stands_in_and_says_why():
     stand_in = device._Absent()
     fn = stand_in.jit(lambda x: x)
     assert fn(3) == 3 and stand_in.language.constexpr is not None
+
+
+def test_a_timer_that_calls_the_course_measurement_scores_nothing():
+    """The lesson's `reference_copy_gbs` gives the right number on the virtual clock; calling it is not measuring."""
+    with pytest.raises(CheckFailed) as failed:
+        check("m07.copy", (tasks.reference_copy, lambda n: tasks.reference_copy_gbs(n)), points=3)
+    assert "reference_copy_gbs" in str(failed.value)
