@@ -281,6 +281,15 @@ def _axpy_block_stride(out, x, y, n):
 
 
 @cuda.jit
+def _axpy_chunks(out, x, y, n):
+    g = cuda.gridsize(1)
+    per = (n + g - 1) // g           # each thread a contiguous chunk: a warp's threads are per elements apart
+    t = cuda.grid(1)
+    for i in range(t * per, min((t + 1) * per, n)):
+        out[i] = 2 * x[i] + y[i]
+
+
+@cuda.jit
 def _window_no_sync(out, x, n):
     tile = cuda.shared.array(POOL_TPB + 2, numba.float32)
     t = cuda.threadIdx.x
@@ -395,6 +404,20 @@ def _dot_atomic_each(out, a, b, n):
 
 
 @cuda.jit
+def _dot_serial(out, a, b, n):
+    part = cuda.shared.array(DOT_TPB, numba.float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    part[t] = a[i] * b[i] if i < n else 0
+    cuda.syncthreads()
+    if t == 0:                      # thread 0 adds the block's 64 values one after another
+        s = numba.float32(0)
+        for j in range(DOT_TPB):
+            s += part[j]
+        cuda.atomic.add(out, 0, s)
+
+
+@cuda.jit
 def _scan_one_barrier(out, x, n):
     buf = cuda.shared.array(SCAN_TPB, numba.float32)
     t = cuda.threadIdx.x
@@ -451,6 +474,23 @@ def _scan_inclusive(out, x, n):
         buf[t] += v
         cuda.syncthreads()
         offset *= 2
+    if t < n:
+        out[t] = buf[t]
+
+
+@cuda.jit
+def _scan_serial(out, x, n):
+    buf = cuda.shared.array(SCAN_TPB, numba.float32)
+    t = cuda.threadIdx.x
+    buf[t] = x[t] if t < n else 0
+    cuda.syncthreads()
+    if t == 0:                      # thread 0 scans the block one element after another
+        run = numba.float32(0)
+        for j in range(SCAN_TPB):
+            v = buf[j]
+            buf[j] = run
+            run += v
+    cuda.syncthreads()
     if t < n:
         out[t] = buf[t]
 
@@ -576,13 +616,14 @@ MISTAKES = {
               "too_few_blocks": (affine, lambda n, threads: n // threads),
               "extra_block": (affine, lambda n, threads: n // threads + 1)},
     "broadcast": {"row_col_swap": _outer_swapped, "guard_one_dim": _outer_rows_only},
-    "stride": {"no_loop": _axpy_no_loop, "stride_block_only": _axpy_block_stride},
+    "stride": {"no_loop": _axpy_no_loop, "stride_block_only": _axpy_block_stride,
+               "contiguous_chunks": _axpy_chunks},
     "pool": {"missing_sync": _window_no_sync, "early_return": _window_early_return, "no_halo": _window_no_halo,
              "global_in_loop": _window_global},
     "dot": {"missing_sync": _dot_no_sync, "early_return": _dot_early_return, "non_atomic": _dot_plain_add,
-            "atomic_per_thread": _dot_atomic_each},
+            "atomic_per_thread": _dot_atomic_each, "serial_reduction": _dot_serial},
     "scan": {"in_place_race": _scan_one_barrier, "early_return": _scan_early_return, "rereads": _scan_each_prefix,
-             "inclusive": _scan_inclusive},
+             "inclusive": _scan_inclusive, "serial_scan": _scan_serial},
     "matmul": {"naive": _matmul_naive, "missing_sync": _matmul_one_barrier, "early_return": _matmul_early_return,
                "uncoalesced_b": _matmul_column_loads, "no_boundary": _matmul_no_boundary},
     "softmax": {"no_max": _softmax_no_max, "other_zero": _softmax_other_zero, "no_mask": _softmax_no_mask},
@@ -645,11 +686,12 @@ WRONG_TIMERS = {"reads_only": _gbs_reads_only, "gib": _gbs_gib, "host_arrays": _
 
 
 def _sim_recorded(gbs: float, launches: int, synchronizes: int, transfers: int = 1, implicit: int = 0,
-                  reference_calls: int = 0) -> Recorded:
+                  reference_calls: int = 0, timed_transfers: int = 0) -> Recorded:
     """What the check records for a timing function on the virtual clock of the visible case (5e-4 GB/s)."""
     copy = {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}
     facts = {"bandwidth_gbs": tasks.SIM_GBS, "launches": launches, "implicit": implicit, "transfers": transfers,
-             "synchronizes": synchronizes, "compiles": 1, "moved": 8 * tasks.SIM_ELEMENTS}
+             "timed_transfers": timed_transfers, "synchronizes": synchronizes, "compiles": 1,
+             "moved": 8 * tasks.SIM_ELEMENTS}
     round_ = {"device": "cpu", "simulated": True, "n": tasks.SIM_ELEMENTS, "gbs": gbs, "copy": copy, "virtual": facts,
               "reference_calls": reference_calls}
     return Recorded({"rounds": [round_] * 3, "observed": {"walls": [1.0] * 3, "reference": [{"simulated": True}] * 3}})
@@ -659,7 +701,8 @@ MISTAKES["copy"] = {
     "reads_only": _sim_recorded(0.00024999923706288727, launches=15, synchronizes=29),
     "gib": _sim_recorded(0.0004656598662266271, launches=15, synchronizes=29),
     "host_arrays": _sim_recorded(1.2195121043499135e-05, launches=4, synchronizes=7, transfers=0, implicit=4),
-    "timed_copies": _sim_recorded(2.380952034948242e-05, launches=4, synchronizes=7, transfers=8),
+    "timed_copies": _sim_recorded(2.380952034948242e-05, launches=4, synchronizes=7, transfers=8,
+                                  timed_transfers=8),
     "no_synchronize": _sim_recorded(0.03276144771348328, launches=999, synchronizes=0),
     "no_warmup": _sim_recorded(0.00019795087498170118, launches=10, synchronizes=1),
     "reference_called": _sim_recorded(0.0005, launches=15, synchronizes=29, reference_calls=1),

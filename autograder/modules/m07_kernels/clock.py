@@ -16,8 +16,8 @@ with the load). Inside :func:`virtual_gpu` the simulator behaves like a GPU whos
   :data:`TICK_S`.
 
 The clock depends on nothing but the calls made, so the same code gives the same number on any machine under any
-load. :class:`VirtualGPU` counts what happened (launches, synchronizes, copies, compilations), so a check can name
-what a wrong number timed.
+load. :class:`VirtualGPU` counts what happened (launches, synchronizes, copies and those made once the clock had
+been read, compilations), so a check can name what a wrong number timed.
 """
 from __future__ import annotations
 
@@ -46,11 +46,14 @@ class VirtualGPU:
     launches: int = 0
     implicit: int = 0          # launches with NumPy arrays (copied to the device and back on every launch)
     transfers: int = 0         # explicit copies between host and device (to_device, copy_to_host, ...)
+    timed_transfers: int = 0   # of those, the ones made after the clock was first read (inside the timing)
+    readings: int = 0          # clock readings
     synchronizes: int = 0      # waits for the queued work (cuda.synchronize, stream or event synchronize)
     compiled: set = field(default_factory=set)
     moved: dict = field(default_factory=dict)   # (kernel, launch, arguments) -> [bytes one launch moves, launches]
 
     def read(self) -> float:
+        self.readings += 1
         self.now += TICK_S
         return self.now
 
@@ -65,6 +68,7 @@ class VirtualGPU:
     def transfer(self, nbytes: int) -> None:
         """A blocking copy over the host link: after the queued work, then ``nbytes`` at ``link_gbs``."""
         self.transfers += 1
+        self.timed_transfers += bool(self.readings)
         self.wait()
         self.now += nbytes / (self.link_gbs * 1e9)
 
@@ -90,7 +94,7 @@ class VirtualGPU:
         """What happened, as plain data: the bytes of the launch made most often, the counts."""
         moved = sorted(self.moved.values(), key=lambda row: -row[1])
         return {"bandwidth_gbs": self.bandwidth_gbs, "launches": self.launches, "implicit": self.implicit,
-                "transfers": self.transfers, "synchronizes": self.synchronizes, "compiles": len(self.compiled),
+                "transfers": self.transfers, "timed_transfers": self.timed_transfers, "synchronizes": self.synchronizes, "compiles": len(self.compiled),
                 "moved": moved[0][0] if moved else 0}
 
 

@@ -30,6 +30,7 @@ from . import clock, device, traffic
 POOL_TPB, DOT_TPB, SCAN_TPB, TILE = 64, 64, 128, 16
 BROADCAST_BLOCK = (16, 8)          # (x: columns, y: rows)
 SECTORS_MAX = 8.0                  # matmul: coalesced tile loads stay at or below this many sectors per request
+STRIDE_SECTORS_MAX = 5.0           # grid-stride: 32 consecutive float32 are 4 sectors (5 when not aligned)
 SPEC_CAP = 1.05
 
 
@@ -89,6 +90,9 @@ def report(record: traffic.Trace, outputs: dict) -> dict:
         "oob": [[name, list(index), kind] for name, index, kind, *_ in record.oob[:3]],
         "reads": dict(record.reads), "writes": dict(record.writes), "atomics": dict(record.atomics),
         "shared": [record.shared_reads, record.shared_writes],
+        "shared_most": None if record.shared_most is None else
+        [record.shared_most[0], list(record.shared_most[1]), list(record.shared_most[2])],
+        "barriers": record.barriers,
         "races": [[r.space, r.array, r.kind, list(r.index), r.phase] for r in record.races[:3]],
         "sectors": {name: record.sectors_per_request(name) for name in record.requests},
         "skipped_barrier": None if record.skipped_barrier is None else
@@ -173,6 +177,19 @@ def array_name(array: str) -> Message | str:
         line = array.split("@", 1)[1]
         return Message(f"{line}행에 선언한 공유 배열", f"the shared array declared on line {line}")
     return array
+
+
+def _tree_part(case_text, answer: dict, threads: int, mistake: str, label: Message) -> Part:
+    """A tree (or doubling) over a block's shared values: no thread reads half the block's values or more itself.
+    One thread looping over the block reads all ``threads`` of them; a tree reads about two per level."""
+    most, block, thread = answer.get("shared_most") or [0, [0], [0]]
+    levels = max(1, (threads - 1).bit_length())
+    values = dict(case=case_text, found=most, threads=threads, levels=levels, tree=2 * levels + 1,
+                  block=_index(block), thread=_index(thread),
+                  barriers=_many(answer.get("barriers", 0), "개", "barrier", "barriers"))
+    if most >= threads // 2:
+        return Part(False, _m(f"mistake.{mistake}", **values), mistake=mistake, label=label)
+    return Part(True, _m("tree_reads", **values), label=label)
 
 
 def _coverage(answer: dict, name: str) -> tuple[int, int]:
@@ -323,7 +340,17 @@ def _stride_score(case, answer, want) -> list[Part]:
     reads = sum((answer.get("reads") or {}).values())
     traffic_ok = Part(reads == 2 * n, _m("reads_exact", case=text, want=2 * n, found=reads),
                       label=_label(text, "읽기 2n", "2n reads"))
-    return [once, traffic_ok, _values_part(text, answer, want, label=_label(text, "값", "values"))]
+    sectors = {name: v for name, v in (answer.get("sectors") or {}).items() if v is not None}
+    array = max(sectors, key=sectors.get, default="x")
+    worst = sectors.get(array, 0.0)
+    label_c = _label(text, "합병 접근", "coalescing")
+    if worst > STRIDE_SECTORS_MAX:
+        coalesced = Part(False, _m("mistake.contiguous_chunks", case=text, array=array, found=worst,
+                                   most=STRIDE_SECTORS_MAX, grid=blocks * threads),
+                         mistake="contiguous_chunks", label=label_c)
+    else:
+        coalesced = Part(True, _m("stride_coalesced", found=worst, most=STRIDE_SECTORS_MAX), label=label_c)
+    return [once, traffic_ok, coalesced, _values_part(text, answer, want, label=_label(text, "값", "values"))]
 
 
 # ---------------------------------------------------------------- 4. shared-memory stencil (window of 3)
@@ -401,7 +428,8 @@ def _dot_score(case, answer, want) -> list[Part]:
                      label=_label(text, "블록당 원자적 덧셈 하나", "one atomic per block"))
     reads = answer.get("reads") or {}
     ok_reads = reads.get("a", 0) == n and reads.get("b", 0) == n
-    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, update, per_block,
+    tree = _tree_part(text, answer, DOT_TPB, "serial_reduction", _label(text, "트리 리덕션", "tree reduction"))
+    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, update, per_block, tree,
              Part(ok_reads, _m("reads_each_once", case=text, n=n, a=reads.get("a", 0), b=reads.get("b", 0)),
                   label=_label(text, "a, b 한 번씩", "a, b once")),
              _values_part(text, answer, want, label=_label(text, "값", "value"))]
@@ -430,7 +458,8 @@ def _scan_score(case, answer, want) -> list[Part]:
     budget_part = Part(reads <= n, _m("reads_within" if reads <= n else "mistake.rereads", case=text, found=reads,
                                       budget=n, naive=n * (n - 1) // 2), mistake=None if reads <= n else "rereads",
                        label=_label(text, "전역 읽기", "global reads"))
-    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, budget_part]
+    tree = _tree_part(text, answer, SCAN_TPB, "serial_scan", _label(text, "두 배씩 건너뛰기", "doubling steps"))
+    parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, budget_part, tree]
     got = (answer.get("values") or {}).get("out") or []
     inclusive = want["out"][1:] + [want["out"][-1] + want["x_last"]] if want["out"] else []
     if got == inclusive and got != want["out"]:
@@ -704,9 +733,11 @@ def _copy_virtual(case, answer, rounds) -> tuple[bool, list[Part]]:
     if facts.get("launches") and abs(found / right - 1) <= SIM_TOLERANCE:
         return True, [Part(True, _m("copy_sim_right", **values), 2, measured=True, label=label)]
     key, mistake = _virtual_mistake(n, found, right, facts)
-    return True, [Part(False, _m(key, **values, moved=f"{facts.get('moved', 0):,}", launches=facts.get("launches", 0),
-                                 transfers=facts.get("transfers", 0), compile_s=clock.COMPILE_S)
-                       + _m("copy_sim_found", **values), 2, mistake=mistake, label=label)]
+    text = _m(key, **values, moved=f"{facts.get('moved', 0):,}", launches=facts.get("launches", 0),
+              transfers=facts.get("transfers", 0), compile_s=clock.COMPILE_S)
+    if mistake == "no_synchronize" and found < right:   # launches return at once: only a compile makes it slow
+        text = text + _m("copy_sim_compiled_too", compile_s=clock.COMPILE_S)
+    return True, [Part(False, text + _m("copy_sim_found", **values), 2, mistake=mistake, label=label)]
 
 
 def _virtual_mistake(n: int, found: float, right: float, facts: dict) -> tuple[str, str | None]:
@@ -720,10 +751,10 @@ def _virtual_mistake(n: int, found: float, right: float, facts: dict) -> tuple[s
         return "copy_sim_moved", None
     if facts.get("implicit"):
         return "mistake.host_arrays", "host_arrays"
-    if facts.get("transfers", 0) >= launches:
+    if facts.get("timed_transfers", 0):   # copies made after the clock was first read: inside the timing
         return "mistake.timed_copies", "timed_copies"
-    if ratio > 1 and not facts.get("synchronizes"):
-        return "mistake.no_synchronize", "no_synchronize"
+    if not facts.get("synchronizes"):     # the clock stopped before the queued copies ran (too fast), or ran
+        return "mistake.no_synchronize", "no_synchronize"   # around launches alone (a compile: too slow)
     if near(GIB_RATIO):
         return "mistake.gib", "gib"
     if near(0.5) or near(0.5 * GIB_RATIO):
@@ -776,15 +807,15 @@ TASKS = {
                       visible=_broadcast_visible, hint=_hint, kind="transfer", level="core",
                       mistakes=("row_col_swap", "guard_one_dim")),
     "stride": Task(title=_m("title.stride"), answer=_stride_answer, score=_stride_score, visible=_stride_visible,
-                   hint=_hint, kind="transfer", level="core", mistakes=("no_loop", "stride_block_only")),
+                   hint=_hint, kind="transfer", level="core", mistakes=("no_loop", "stride_block_only", "contiguous_chunks")),
     "pool": Task(title=_m("title.pool"), answer=_pool_answer, score=_pool_score, visible=_pool_visible, hint=_hint,
                  kind="transfer", level="core", mistakes=("missing_sync", "early_return", "no_halo", "global_in_loop")),
     "dot": Task(title=_m("title.dot"), answer=_dot_answer, score=_dot_score, visible=_dot_visible, hint=_hint,
                 kind="recall", level="core",
-                mistakes=("missing_sync", "early_return", "non_atomic", "atomic_per_thread")),
+                mistakes=("missing_sync", "early_return", "non_atomic", "atomic_per_thread", "serial_reduction")),
     "scan": Task(title=_m("title.scan"), answer=_scan_answer, score=_scan_score, visible=_scan_visible, hint=_hint,
                  kind="transfer", level="core",
-                 mistakes=("in_place_race", "early_return", "rereads", "inclusive")),
+                 mistakes=("in_place_race", "early_return", "rereads", "inclusive", "serial_scan")),
     "matmul": Task(title=_m("title.matmul"), answer=_matmul_answer, score=_matmul_score, visible=_matmul_visible,
                    hint=_hint, kind="transfer", level="stretch",
                    mistakes=("naive", "missing_sync", "early_return", "uncoalesced_b", "no_boundary")),

@@ -7,7 +7,9 @@ the kernel's Python function) with every array argument wrapped, and returns a :
   accesses out of bounds (which NumPy would wrap or raise, and a GPU would not report);
 - **coalescing**: the 32-byte sectors each warp's request touches (the k-th access of one source line by the 32
   threads of a warp is one request, as on the GPU): 4 sectors per request for 32 consecutive float32 values;
-- **shared memory and barriers**: every access with the number of ``cuda.syncthreads()`` its thread has passed
+- **shared memory and barriers**: the shared reads of the thread that read the most (one thread adding up a
+  whole block serially reads the block; a tree reads about two per level), the most barriers one thread passed;
+  every access with the number of ``cuda.syncthreads()`` its thread has passed
   (its *phase*). Two threads of a block that touch one element in the same phase, one of them writing, race:
   nothing orders them. A read of an element no thread of the block has written before is uninitialised. Both
   are found from the record, whatever order the simulator happened to run the threads in. A thread that passes
@@ -67,6 +69,8 @@ class Trace:
     atomics: Counter = field(default_factory=Counter)
     shared_reads: int = 0
     shared_writes: int = 0
+    shared_most: tuple | None = None   # (shared reads, block, thread) of the thread that read the most shared values
+    barriers: int = 0                  # the most ``cuda.syncthreads()`` one thread passed
     oob: list = field(default_factory=list)          # (array, index, "read"/"write", block, thread)
     races: list = field(default_factory=list)
     requests: Counter = field(default_factory=Counter)   # array -> warp requests
@@ -314,11 +318,17 @@ def _count(out: Trace, rec: _Recorder, arrays: dict) -> None:
         out.requests[name] += 1
         out.sectors[name] += len(sectors)
     out.written = written
-    for _, _, write, *_ in rec.shared:
+    per_thread = Counter()
+    for _, _, write, _, block, thread, _ in rec.shared:
         if write:
             out.shared_writes += 1
         else:
             out.shared_reads += 1
+            per_thread[(block, thread)] += 1
+    if per_thread:
+        (block, thread), most = per_thread.most_common(1)[0]
+        out.shared_most = (most, block, thread)
+    out.barriers = max(rec.barriers.values(), default=0)
 
 
 def _races(rec: _Recorder, limit: int = 20) -> list[Race]:

@@ -8,7 +8,7 @@ import pytest
 
 from autograder.checks import CheckFailed, check, task
 from autograder.checks.core import cases_for, collect, fraction, score_records
-from autograder.modules.m07_kernels import device, tasks
+from autograder.modules.m07_kernels import device, tasks, traffic
 from autograder.modules.m07_kernels.device import cuda, tl, triton
 from course_answers import m07_kernels as ref
 
@@ -185,3 +185,62 @@ def test_a_timer_that_calls_the_course_measurement_scores_nothing():
     with pytest.raises(CheckFailed) as failed:
         check("m07.copy", (tasks.reference_copy, lambda n: tasks.reference_copy_gbs(n)), points=3)
     assert "reference_copy_gbs" in str(failed.value)
+
+
+def _one_timed_launch(n):
+    """A learner's timer: the arrays made before the clock, one launch timed, no warm-up."""
+    src = cuda.to_device(np.ones(n, np.float32))
+    dst = cuda.device_array_like(src)
+    began = perf_counter()
+    ref.copy_kernel[(n + 255) // 256, 256](dst, src)
+    cuda.synchronize()
+    return 2 * n * 4 / (perf_counter() - began) / 1e9
+
+
+def _one_launch_no_synchronize(n):
+    src = cuda.to_device(np.ones(n, np.float32))
+    dst = cuda.device_array_like(src)
+    began = perf_counter()
+    ref.copy_kernel[(n + 255) // 256, 256](dst, src)
+    return 2 * n * 4 / (perf_counter() - began) / 1e9
+
+
+def _copies_inside_the_clock(n):
+    began = perf_counter()
+    src = cuda.to_device(np.ones(n, np.float32))
+    dst = cuda.device_array_like(src)
+    ref.copy_kernel[(n + 255) // 256, 256](dst, src)
+    dst.copy_to_host()
+    return 2 * n * 4 / (perf_counter() - began) / 1e9
+
+
+@pytest.mark.parametrize("timer,mistake", [(_one_timed_launch, "no_warmup"),
+                                           (_one_launch_no_synchronize, "no_synchronize"),
+                                           (_copies_inside_the_clock, "timed_copies")])
+def test_a_copy_before_the_clock_is_not_timed_and_a_missing_synchronize_is_named(timer, mistake):
+    """Only copies made after the clock was first read are inside the timing; no synchronize at all is named even
+    when the number comes out too slow (the first launch's compile was timed too)."""
+    t = task("m07.copy")
+    records = collect(t, (ref.copy_kernel, timer), cases_for(t, False, SEED), "m07.copy")
+    parts = score_records(t, records)
+    assert [p.mistake for p in parts if not p.ok] == [mistake]
+    if mistake == "no_synchronize":
+        assert "compiles" in next(p for p in parts if not p.ok).message.en
+
+
+def test_the_counter_tells_a_tree_from_one_thread_reading_the_block():
+    """The shared reads of the busiest thread: about two per level in a tree, the whole block in a serial loop."""
+    n = 300
+    args = (np.zeros(1, np.float32), np.ones(n, np.float32), np.ones(n, np.float32), n)
+    tree = traffic.trace(ref.dot, tasks.cdiv(n, tasks.DOT_TPB), tasks.DOT_TPB, *args)
+    serial = traffic.trace(ref.MISTAKES["dot"]["serial_reduction"], tasks.cdiv(n, tasks.DOT_TPB), tasks.DOT_TPB,
+                           np.zeros(1, np.float32), *args[1:])
+    assert tree.shared_most[0] == 2 * 6 + 1 and tree.barriers == 7
+    assert serial.shared_most[0] == tasks.DOT_TPB and serial.barriers == 1
+
+
+def test_contiguous_chunks_are_uncoalesced_and_the_grid_stride_loop_is_not():
+    t = task("m07.stride")
+    answer = t.answer(ref.MISTAKES["stride"]["contiguous_chunks"], t.visible()[0])
+    assert answer["sectors"]["x"] > tasks.STRIDE_SECTORS_MAX
+    assert t.answer(ref.axpy, t.visible()[0])["sectors"]["x"] <= 4.0
