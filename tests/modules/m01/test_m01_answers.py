@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import profiles
+from autograder import layout, profiles
 from autograder.fakes import FakeAsyncDevice, audit_timer
 from autograder.fakes.devices import fake_mlx, fake_torch, mlx_modules
 from autograder.modules.m01_devices.lesson import make_step, step_flops
@@ -237,7 +237,7 @@ def test_step_flops_counts_six_per_weight_and_sample():
 
 
 def _cell(lang: str, anchor: str) -> str:
-    cells = json.loads((ROOT / f"lessons/01_devices/01_devices.{lang}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads(layout.lesson("01_devices", lang, ROOT).read_text(encoding="utf-8"))["cells"]
     return next("".join(c["source"]) for c in cells if f'<a id="{anchor}">' in "".join(c["source"]))
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from autograder import layout
 from autograder.checks import CheckFailed, check, referee, task
 from autograder.checks.core import Part, Recorded, cases_for, collect, fraction, score_records
 from autograder.expectations import Band
@@ -15,7 +16,7 @@ from autograder.modules.m01_devices import tasks as checks
 from course_answers import m01_devices as answers
 
 ROOT = Path(__file__).resolve().parents[3]
-SOLUTION = ROOT / "solutions" / "01_devices" / "01_devices_exercise.ipynb"
+SOLUTION = layout.exercise("01_devices", "solutions", ROOT)
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 FUNCTIONS = {"picker": "pick_device", "mlx": "mlx_device", "setup": "training_setup", "memory": "finetune_plan",
              "timer": "time_call", "audit": "diagnose"}
@@ -277,7 +278,7 @@ def test_notebook_links_resolve():
     assert len({a for _, a in links}) >= 5
     assert not any(text.startswith("sec-") or "sec-" in text for text, _ in links)
     for lang in ("ko", "en"):
-        path = ROOT / "lessons" / "01_devices" / f"01_devices.{lang}.ipynb"
+        path = layout.lesson("01_devices", lang, ROOT)
         body = path.read_text(encoding="utf-8")
         assert all(f'<a id=\\"{a}\\"></a>' in body for _, a in links), lang
         for target in set(re.findall(r"\]\(((?:\.\./)+[\w/.-]+\.ipynb)", body)):

@@ -144,8 +144,9 @@ def test_the_lesson_and_task_1_agree_on_the_clock_of_the_tensor_peak(lang):
     and the lesson's GPUs are not task 1's cases."""
     import json
     from pathlib import Path
+    from autograder import layout
     from autograder.modules.m02_gpu_architecture.lesson import PEAK_GPUS
-    nb = json.loads((Path(__file__).resolve().parents[3] / f"lessons/02_gpu_architecture/02_gpu_architecture.{lang}.ipynb")
+    nb = json.loads(layout.lesson("02_gpu_architecture", lang, Path(__file__).resolve().parents[3])
                     .read_text(encoding="utf-8"))
     text = {c["id"]: "".join(c["source"]) for c in nb["cells"]}
     assert "1,024" in text["c15"] and "1.83 GHz" in text["c15"] and "811" in text["c15"]

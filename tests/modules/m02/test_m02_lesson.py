@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import profiles
+from autograder import layout, profiles
 from autograder.modules.m02_gpu_architecture.lesson import (EXPLORER_FORMATS, FORMATS, bit_explorer, explain,
                                                             generations, largest, mamf_rows, simulate, value_of)
 
@@ -71,7 +71,7 @@ def test_measured_matmul_efficiency_has_its_source():
 
 
 def lesson_text(lang: str) -> dict:
-    nb = json.loads((REPO / f"lessons/02_gpu_architecture/02_gpu_architecture.{lang}.ipynb").read_text(encoding="utf-8"))
+    nb = json.loads(layout.lesson("02_gpu_architecture", lang, REPO).read_text(encoding="utf-8"))
     return {c["id"]: "".join(c["source"]) for c in nb["cells"]}
 
 

@@ -6,6 +6,7 @@ import random
 import nbformat
 import pytest
 
+from autograder import layout
 from autograder.checks import CheckFailed, check, task
 from autograder.checks.core import cases_for, collect, fraction, score_records
 from autograder.grading.course import REPO
@@ -149,7 +150,7 @@ def test_serve_visible_cases_hold_the_rules_the_text_states():
 # ---------------------------------------------------------------- task 5: the broken measurement
 def _given_buggy_function():
     """``copy_bandwidth_buggy`` exactly as the exercise gives it."""
-    nb = nbformat.read(str(REPO / "solutions" / "03_memory_hierarchy" / "03_memory_hierarchy_exercise.ipynb"), as_version=4)
+    nb = nbformat.read(str(layout.exercise("03_memory_hierarchy", "solutions", REPO)), as_version=4)
     source = next(c.source for c in nb.cells if c.id == "debug-given")
     namespace = {"SimulatedGPU": SimulatedGPU, "EXAMPLE": EXAMPLE}
     exec(source.split("\n\n\ndev = ")[0], namespace)

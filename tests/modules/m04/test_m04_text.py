@@ -4,6 +4,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+from autograder import layout
+
 _SPEC = importlib.util.spec_from_file_location(
     "learner_text", Path(__file__).resolve().parents[2] / "fixtures" / "learner_text.py")
 learner_text = importlib.util.module_from_spec(_SPEC)
@@ -37,7 +39,7 @@ def test_bold_renders_before_a_particle():
 
 
 def test_the_exercise_uses_the_course_words_and_the_real_submit_command():
-    text = (ROOT / "solutions/04_training_memory/04_training_memory_exercise.ipynb").read_text(encoding="utf-8")
+    text = layout.exercise("04_training_memory", "solutions", ROOT).read_text(encoding="utf-8")
     assert "python3 -m autograder submit 04_training_memory --student 학번" in text
     assert "--student-id" not in text
     for avoided in ("연습 문제", "연습 과제", "검사 셀", "강의"):

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder import profiles
+from autograder import layout, profiles
 from autograder.checks import check, task
 from autograder.checks.core import cases_for, collect, score_records
 from autograder.fakes.ddp import SyncRecorder
@@ -341,9 +341,9 @@ def test_the_lesson_does_not_hand_over_the_step_of_task_5():
 
     import nbformat
 
-    lessons = Path(__file__).resolve().parents[3] / "lessons" / "04_training_memory"
+    root = Path(__file__).resolve().parents[3]
     for lang in ("ko", "en"):
-        nb = nbformat.read(lessons / f"04_training_memory.{lang}.ipynb", as_version=4)
+        nb = nbformat.read(layout.lesson("04_training_memory", lang, root), as_version=4)
         text = "\n".join(c.source for c in nb.cells)
         assert "과제 5" not in text and "task 5" not in text.lower()
         assert "* len(x) / batch_size" not in text and 'reduction="sum") / batch_size' in text
@@ -354,7 +354,7 @@ def test_the_korean_the_trial_found_awkward_is_gone():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[3]
-    text = (root / "solutions/04_training_memory/04_training_memory_exercise.ipynb").read_text(encoding="utf-8") + (
+    text = layout.exercise("04_training_memory", "solutions", root).read_text(encoding="utf-8") + (
         root / "autograder/modules/m04_training_memory/messages.yaml").read_text(encoding="utf-8")
     for awkward in ("반올림 몫", "기대값", "장에 나누어(÷", "보여야 하는 과제 3"):
         assert awkward not in text, awkward
@@ -368,12 +368,12 @@ def test_the_segment_rule_of_checkpoint_sequential_is_stated_in_the_task_and_the
     import nbformat
 
     root = Path(__file__).resolve().parents[3]
-    task2 = next(c.source for c in nbformat.read(root / "solutions/04_training_memory/04_training_memory_exercise.ipynb",
+    task2 = next(c.source for c in nbformat.read(layout.exercise("04_training_memory", "solutions", root),
                                                  as_version=4).cells if c.get("id") == "saved-md")
     korean, english = task2.split("\n---\n")
     assert "마지막을 뺀 구간은 `depth // segments` 블록씩" in korean
     assert "every segment but the last has `depth // segments` blocks" in english
     for lang in ("ko", "en"):
-        lesson = "\n".join(c.source for c in nbformat.read(root / f"lessons/04_training_memory/04_training_memory.{lang}.ipynb",
+        lesson = "\n".join(c.source for c in nbformat.read(layout.lesson("04_training_memory", lang, root),
                                                              as_version=4).cells)
         assert "`len(layers) // segments`" in lesson

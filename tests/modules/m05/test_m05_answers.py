@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import profiles, ranks
+from autograder import layout, profiles, ranks
 from autograder.modules.m05_networking import lesson, logs, tables
 from course_answers import m05_networking as m05
 
-LESSONS = Path(__file__).resolve().parents[3] / "lessons" / "05_networking"
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def pcie(gen):
@@ -22,7 +22,7 @@ def nvlink(gen):
 
 
 def markdown(lang: str) -> str:
-    cells = json.loads((LESSONS / f"05_networking.{lang}.ipynb").read_text(encoding="utf-8"))["cells"]
+    cells = json.loads(layout.lesson("05_networking", lang, ROOT).read_text(encoding="utf-8"))["cells"]
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
 
 

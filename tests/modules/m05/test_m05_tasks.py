@@ -1,7 +1,7 @@
 """Module 05 tasks: references get full marks, stubs fail, known mistakes are named, partial credit shows what is right."""
 import pytest
 
-from autograder import i18n, ranks
+from autograder import i18n, layout, ranks
 from autograder.checks import CheckFailed, check, task
 from autograder.checks.core import canonical, cases_for, collect, score_records
 from autograder.checks.expected import want
@@ -531,9 +531,10 @@ def test_the_given_benchmark_is_far_off_on_the_fake_and_named():
 
 def test_exercise_links_name_their_lesson_section_with_its_number():
     import re
+    from pathlib import Path
 
     import nbformat
-    nb = nbformat.read("solutions/05_networking/05_networking_exercise.ipynb", as_version=4)
+    nb = nbformat.read(layout.exercise("05_networking", "solutions", Path(__file__).resolve().parents[3]), as_version=4)
     links = [m for c in nb.cells if c.cell_type == "markdown"
              for m in re.findall(r"\[(?:수업|Lesson): ([^\]]+)\]", c.source)]
     assert len(links) == 14 and all(re.match(r"\d\. ", text) for text in links)

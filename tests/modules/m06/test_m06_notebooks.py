@@ -3,10 +3,12 @@ import json
 import re
 from pathlib import Path
 
+from autograder import layout
+
 ROOT = Path(__file__).resolve().parents[3]
-SOURCE = ROOT / "solutions" / "06_choosing_hardware" / "06_choosing_hardware_exercise.ipynb"
-STUDENT = ROOT / "exercises" / "06_choosing_hardware" / "06_choosing_hardware_exercise.ipynb"
-LESSONS = [ROOT / "lessons" / "06_choosing_hardware" / f"06_choosing_hardware.{lang}.ipynb" for lang in ("ko", "en")]
+SOURCE = layout.exercise("06_choosing_hardware", "solutions", ROOT)
+STUDENT = layout.exercise("06_choosing_hardware", "exercises", ROOT)
+LESSONS = [layout.lesson("06_choosing_hardware", lang, ROOT) for lang in ("ko", "en")]
 TASKS = {"cost", "claim", "serve", "deploy", "smi_log", "inventory", "mfu"}
 DATA = ROOT / "autograder" / "modules" / "m06_choosing_hardware" / "data"
 
