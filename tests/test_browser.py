@@ -27,18 +27,12 @@ import nbformat
 import pytest
 
 from autograder.grading.course import REPO
+from fixtures.browser import browser  # noqa: F401 (a fixture)
 from fixtures.servers import free_port, fresh_copy, request, stop, wait_for
 
-CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 LESSONS = {"ko": "lessons/01_devices/01_devices.ko.ipynb", "en": "lessons/03_memory_hierarchy/03_memory_hierarchy.en.ipynb"}
 EXERCISE = "exercises/03_memory_hierarchy/03_memory_hierarchy_exercise.ipynb"
 RUN_S = 600  # a lesson's Run All on a loaded 2-core machine
-
-
-def _unavailable(reason: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: the browser suite must run: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
@@ -49,22 +43,6 @@ def shots(request):
     if reporter is not None:
         reporter.write_line(f"browser screenshots: {folder}")
     return folder
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("Playwright for Python is not installed (pip install -e '.[browser]')")
-    if not Path(CHROMIUM).exists():
-        _unavailable(f"no Chromium at {CHROMIUM} (Debian: apt-get install chromium; or set COURSE_CHROMIUM)")
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ import nbformat
 
 from ..i18n import Message, msg
 from .course import Course, api, succeed
+from .safe_html import SafeHTMLExporter, policy, with_policy
 from .scratch import TIMESTAMP, UnsafeFile, fresh_folder, make_folder, read_regular, write_new
 
 
@@ -51,6 +52,7 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
         url = course.gradebook_url
         config.CourseDirectory.root = str(stage)
         config.CourseDirectory.db_url = url
+        config.GenerateFeedback.exporter_class = SafeHTMLExporter  # a student's outputs run nothing
         staged = []
         for s in students:
             try:
@@ -176,9 +178,9 @@ def _page(assignment: str, student: str, row: dict) -> str:
                         for p in text.split("\n\n") for p in p.split("\n"))
         return f'<section lang="{lang}"><p>{esc(intro)}</p>{items}</section>'
 
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{esc(title.en)}</title></head><body>'
-            f"<h1>{esc(title.ko)}</h1>{block('ko', banner.ko, lead.ko)}<hr>"
-            f"<h1>{esc(title.en)}</h1>{block('en', banner.en, lead.en)}</body></html>\n")
+    return with_policy(f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{esc(title.en)}</title></head><body>'
+                       f"<h1>{esc(title.ko)}</h1>{block('ko', banner.ko, lead.ko)}<hr>"
+                       f"<h1>{esc(title.en)}</h1>{block('en', banner.en, lead.en)}</body></html>\n", policy([]))
 
 
 def _is_file(path: Path) -> bool:
