@@ -156,7 +156,8 @@ def test_submission_cannot_touch_the_course(graded):
                     or not shutil.which("useradd") or not ISOLATED,
                     reason="needs root (to make an unprivileged user), runuser, useradd and bubblewrap")
 def test_corpus_as_an_unprivileged_user(tmp_path):
-    """The whole corpus, graded by an ordinary account: no cgroups, so resource limits and the watchdog."""
+    """The whole corpus and the exercise corpus (test_grading_exercise_corpus.py), graded by an ordinary account:
+    no cgroups, so resource limits and the watchdog."""
     try:
         user = pwd.getpwnam(USER)
     except KeyError:
@@ -168,7 +169,8 @@ def test_corpus_as_an_unprivileged_user(tmp_path):
            "COURSE_NO_PROGRESS": "1", "COURSE_CACHE_DIR": str(home / "cache"), "PYTHONDONTWRITEBYTECODE": "1",
            "LANG": os.environ.get("LANG", "C.UTF-8"), "TMPDIR": str(home)}
     pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                  f"--rootdir={REPO}", "--basetemp", str(home / "pytest"), str(Path(__file__))]
+                  f"--rootdir={REPO}", "--basetemp", str(home / "pytest"), str(Path(__file__)),
+                  str(Path(__file__).with_name("test_grading_exercise_corpus.py"))]
     run = ["runuser", "-u", USER, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()], *pytest_cmd]
     blocked = blocked_ancestors(user, [Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix), REPO])
     if blocked:
@@ -176,7 +178,7 @@ def test_corpus_as_an_unprivileged_user(tmp_path):
         # namespace, that folder is replaced by an empty one holding only what Python needs, read-only.
         run = [*python_namespace(blocked, home), *run]
     try:
-        done = subprocess.run(run, cwd=str(REPO), capture_output=True, text=True, timeout=1200)
+        done = subprocess.run(run, cwd=str(REPO), capture_output=True, text=True, timeout=2400)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]

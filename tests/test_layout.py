@@ -2,7 +2,6 @@
 knows no module, the instructor's answers stay apart, and every module's ``expected.json`` is fresh."""
 import ast
 import json
-import math
 from pathlib import Path
 
 import nbformat
@@ -94,22 +93,10 @@ def _python(code: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
 
 
-def _same(a, b) -> bool:
-    """JSON data equal, floats to 1e-5 relative or 1e-6 absolute (references computed with torch differ in the last
-    bits of float32 between CPUs, up to 1e-6 on sums of terms near 1; every task's tolerance is wider)."""
-    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
-        return a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
 @pytest.mark.parametrize("module_id", sorted(modules.folders()))
 def test_expected_answers_of_visible_cases_are_fresh(module_id):
     path = modules.path(module_id) / expected.FILE
     hint = f"run: python -m autograder instructor generate {path.parent.name[1:]} (or write_expected({module_id!r}))"
     assert path.exists(), f"{path.relative_to(REPO)} is missing: {hint}"
-    assert _same(json.loads(path.read_text(encoding="utf-8")), expected.table(module_id)), \
+    assert expected.same(json.loads(path.read_text(encoding="utf-8")), expected.table(module_id)), \
         f"{path.relative_to(REPO)} is stale: {hint}"

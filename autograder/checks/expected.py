@@ -11,6 +11,7 @@ references. While grading, the kernel gets its hidden cases from the grader
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from functools import lru_cache
@@ -89,6 +90,19 @@ def table(module_id: str) -> dict:
         cases = canonical(list(task.visible()))
         out[name] = None if expect is None else [[case, canonical(expect(case))] for case in cases]
     return out
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two expected-answer tables agree: JSON data equal, floats to 1e-5 relative or 1e-6 absolute
+    (references computed with torch differ in the last bits of float32 between CPUs, up to 1e-6 on sums of terms
+    near 1; every task's tolerance is wider)."""
+    if isinstance(a, float) and isinstance(b, (int, float)) or isinstance(b, float) and isinstance(a, (int, float)):
+        return a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return a == b
 
 
 def dump(table_: dict) -> str:
