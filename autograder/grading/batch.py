@@ -10,9 +10,10 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -82,12 +83,11 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
                     outcomes.append(outcome)
             return sorted(outcomes, key=lambda o: o.student)
         limits = sandbox.mechanism(isolate)
-        with ThreadPoolExecutor(1) as detect, Gradebook(course.gradebook_url, course.course_id) as gb:
-            hardware = detect.submit(graded_on)  # detection (imports torch) overlaps the first gradings
+        hardware = _in_background(graded_on)  # detection (imports torch) overlaps the first gradings
+        with Gradebook(course.gradebook_url, course.course_id) as gb:
             for outcome in progress(_run(jobs, workers), total=len(jobs), desc=msg("grading.progress").text("en"),
                                     leave=True):
-                _merge_one(gb, course, outcome, {"graded_on": hardware.result(), "isolated": isolate,
-                                                 "limits": limits})
+                _merge_one(gb, course, outcome, {"graded_on": hardware(), "isolated": isolate, "limits": limits})
                 outcomes.append(outcome)
     except KeyboardInterrupt:  # what was merged is complete per submission: kept
         raise GradingError(msg("grading.interrupted", graded=len(outcomes), total=len(students)).text()) from None
@@ -99,6 +99,28 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return sorted(outcomes, key=lambda o: o.student)
+
+
+def _in_background(fn):
+    """Start ``fn()`` in a daemon thread; returns a function that waits for its result. A Ctrl-C or the
+    interpreter's exit never waits for the thread (a ThreadPoolExecutor's threads are joined at both)."""
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except Exception as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+    return result
 
 
 def _merge_one(gb: Gradebook, course: Course, outcome: Outcome, context: dict) -> None:
