@@ -23,6 +23,11 @@ c.CourseDirectory.db_url = os.environ.get("COURSE_GRADEBOOK_URL", f"sqlite:///{R
 # nbgrader's default /srv/nbgrader/exchange needs root rights.
 c.Exchange.root = os.environ.get("COURSE_EXCHANGE", str(ROOT / ".exchange"))
 c.Exchange.path_includes_course = True
+# What this learner submitted, as the Assignments list shows it: one record per clone of the course (nbgrader keeps
+# one per user by default, so two clones on one machine listed each other's submissions). A class server sets
+# COURSE_EXCHANGE and keeps nbgrader's per-user record.
+if "COURSE_EXCHANGE" not in os.environ:
+    c.Exchange.cache = str(ROOT / ".nbgrader" / "exchange-cache")
 
 c.ClearSolutions.code_stub = {"python": "# 여기에 코드를 작성하세요 / YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "여기에 답을 쓰세요 / YOUR ANSWER HERE"
