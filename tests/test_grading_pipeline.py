@@ -161,6 +161,7 @@ def test_ctrl_c_stops_the_batch_in_one_line_and_leaves_no_process(tmp_path):
     slow = {"cells": {"add_solution": "import time\ntime.sleep(120)\ndef add(a, b):\n    return a + b"}}
     for student in ("s1", "s2", "s3"):
         build(course, student, slow)
+    before = set(_kernels_anywhere())
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "instructor", "grade", ASSIGNMENT, "--root",
                              str(course.root), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -177,6 +178,19 @@ def test_ctrl_c_stops_the_batch_in_one_line_and_leaves_no_process(tmp_path):
     psutil.wait_procs(started, timeout=30)
     assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], \
         "processes of the grader outlived it"
+    time.sleep(1)  # a kernel launched as the workers were stopped: its sandbox must be gone too
+    assert not set(_kernels_anywhere()) - before, "a kernel (or its sandbox) of the grader outlived it"
+
+
+def _kernels_anywhere() -> list[int]:
+    """Every process on the machine that is a kernel of this environment, or the sandbox around one."""
+    import psutil
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        line = " ".join(process.info["cmdline"] or [])
+        if sys.prefix in line and "ipykernel" in line:
+            found.append(process.pid)
+    return found
 
 
 def _alive(process) -> list:
@@ -198,3 +212,23 @@ def _kernels(process) -> list:
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
             continue
     return found
+
+
+def test_stopping_the_workers_kills_what_they_started():
+    """A process a worker started (a kernel's sandbox being launched) dies with the worker, even one that would not
+    die with its parent by itself."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    import psutil
+
+    from autograder.grading import batch
+
+    pool = ProcessPoolExecutor(1, mp_context=batch._context(), initializer=batch._worker_setup)
+    try:
+        child = psutil.Process(pool.submit(os.spawnvp, os.P_NOWAIT, "sleep", ["sleep", "300"]).result(timeout=120))
+        batch._stop_workers(pool)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    gone, alive = psutil.wait_procs([child], timeout=30)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE], "the worker's child outlived it"

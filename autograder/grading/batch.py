@@ -238,15 +238,27 @@ def _run(jobs: list[Job], workers: int):
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's worker processes (their kernels die with them: bubblewrap's --die-with-parent)."""
-    stop = getattr(pool, "kill_workers", None)  # Python 3.14
-    if stop is not None:
-        stop()
-        return
+    """Kill the pool's worker processes and everything they started. Each worker is frozen first, so that it
+    launches nothing between the look at its descendants and the kill: a sandbox whose worker died before
+    bubblewrap armed --die-with-parent would otherwise live on, its kernel waiting forever."""
+    import psutil
+    workers = []
     for process in list((getattr(pool, "_processes", None) or {}).values()):
         try:
+            workers.append(psutil.Process(process.pid))
+            workers[-1].suspend()
+        except (psutil.Error, ValueError, TypeError):
+            pass
+    doomed = []
+    for worker in workers:
+        try:
+            doomed += worker.children(recursive=True)
+        except psutil.Error:
+            pass
+    for process in [*doomed, *workers]:
+        try:
             process.kill()
-        except (OSError, ValueError):
+        except psutil.Error:
             pass
 
 
