@@ -22,6 +22,15 @@ needs_cgroups = pytest.mark.skipif(not sandbox.cgroups_usable(),
                                    reason="needs root and writable cgroup v1 memory and pids hierarchies")
 
 
+# The Python installation and environment the kernel runs (bound wherever they live, /tmp included).
+PYTHON = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)} | {
+    Path(sys.executable).resolve().parent.parent}
+
+
+def _in_python(path: Path) -> bool:
+    return any(path == p or p in path.parents for p in PYTHON)
+
+
 def _pairs(args, flag):
     return [(args[i + 1], args[i + 2]) for i, a in enumerate(args) if a == flag]
 
@@ -34,7 +43,8 @@ def test_command_binds_only_what_the_kernel_needs(tmp_path):
     sources = {Path(src) for src, _ in binds}
     assert Path("/") not in sources and REPO not in sources and REPO / "solutions" not in sources
     assert not any(str(s).startswith(("/run", "/var", "/tmp/", "/home", "/proc", "/sys/fs")) and s != work.resolve()
-                   and REPO not in s.parents for s in sources)  # a checkout under /tmp: its package and venv only
+                   and REPO not in s.parents and not _in_python(s) for s in sources)  # a checkout or a venv under
+    # /tmp: the package and the Python environment only
     assert {Path(sys.prefix).resolve(), sandbox.PACKAGE} <= sources
     inside = [sandbox.PACKAGE, Path(sys.prefix).resolve()]
     assert all(any(s == i or i in s.parents for i in inside)
@@ -127,7 +137,7 @@ def test_a_sandboxed_process_sees_no_course_checkout_socket_or_network(tmp_path)
     tops = {p.parts[1] for p in iso.expose + iso.writable}
     assert set(out["root"]) <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp",
                                 "sys", "opt"} | tops
-    mounted = [p for p in (work.resolve(), REPO) if Path("/tmp") in p.parents]  # paths the sandbox mounts back
+    mounted = [p for p in (work.resolve(), REPO, *PYTHON) if Path("/tmp") in p.parents]  # what it mounts back
     assert set(out["tmp"]) <= {p.relative_to("/tmp").parts[0] for p in mounted}  # none of the host's /tmp
     # a checkout under /tmp sits in the sandbox's own /tmp (a tmpfs): a write there succeeds but never reaches the
     # host, which the last line checks
