@@ -339,24 +339,26 @@ def _bandwidth_fn(kind: str, name: str, count: int) -> Callable[[], Any]:
 
 # ------------------------------------------------------------------ measured profile
 def measured_profile(device: Any = "cpu", refresh: bool = False, budget_s: float = 15.0):
-    """This machine's measured profile for ``device`` (cached; ``refresh=True`` measures again).
+    """This machine's measured profile for ``device`` (``refresh=True`` measures it all again).
 
     fp32 and bf16 (and fp16 where the hardware has it) matmul peaks and copy/triad
     bandwidth, measured within about ``budget_s`` seconds with a progress bar and
     kept as JSON in :func:`cache_dir`, keyed by the machine (device name, cores,
-    library versions).
+    library versions). A stored figure is never trusted as it is: a profile measured
+    while the machine was busy understates it, and every honest measurement compared
+    with it would look impossibly fast. So each use checks every figure against a quick
+    measurement now (:func:`_recheck`) and raises the ones this machine beats.
     """
     name = device_name(device)
     key = machine_key(name)
     path = _cache_path(name)
-    if not refresh:
-        record = _load(path, key)
-        if record is not None:
-            return _profile(record)
-    record = {"key": key, "date": _dt.date.today().isoformat(), "budget_s": budget_s,
-              **_measure(name, budget_s)}
-    _save(path, record)
-    return _profile(record)
+    record = None if refresh else _load(path, key)
+    if record is None:
+        record = {"key": key, "date": _dt.date.today().isoformat(), "budget_s": budget_s,
+                  **_measure(name, budget_s)}
+        _rechecked[name] = time.monotonic()
+        _save(path, record)
+    return _profile(_recheck(name, path, record))
 
 
 def _cache_path(name: str) -> Path:
@@ -370,41 +372,36 @@ def _save(path: Path, record: dict) -> None:
     os.replace(tmp, path)  # atomic: a reader never sees half a file
 
 
-RECHECK_S = 120.0  # how often (per process) a measured reference is checked against a quick re-measurement
+RECHECK_S = 120.0  # how often (per process) a stored profile is checked against quick measurements
+QUICK_S = {"matmul": 0.5, "bandwidth": 0.25}  # the budget of one quick measurement, seconds
 _rechecked: dict = {}
 
 
-def current_profile(device: Any = "cpu", kind: str = "matmul", dtype: Any = "fp32"):
-    """The measured profile, its ``kind`` figure raised to a quick re-measurement if this machine is faster now.
-
-    A reference taken while the machine was busy understates it, and every later honest
-    measurement would then look impossibly fast. A short re-measurement (at most every
-    :data:`RECHECK_S` seconds per process) keeps the best value seen, in the cache too.
-    """
-    name = device_name(device)
-    profile = measured_profile(name)
-    dt = canonical_dtype(dtype)
-    slot = ("bandwidth", "copy") if kind == "bandwidth" else ("matmul", dt)
+def _recheck(name: str, path: Path, record: dict) -> dict:
+    """``record`` with every figure raised to a quick measurement now where that is higher (and saved so); at most
+    once every :data:`RECHECK_S` seconds per process. A figure higher than now stays: the peak is the best seen."""
     now = time.monotonic()
-    if now - _rechecked.get((name, slot), -math.inf) < RECHECK_S:
-        return profile
-    _rechecked[(name, slot)] = now
-    try:
-        if kind == "bandwidth":
-            fresh = {"gbs": bandwidth_gbs("copy", name, budget_s=0.5)["gbs"]}
-        else:
-            fresh = {"tflops": matmul_tflops(dt, name, budget_s=1.0, library="best" if name == "cpu" else None)["tflops"]}
-    except (ValueError, RuntimeError):  # a dtype this device cannot run: keep the cached figure
-        return profile
-    path = _cache_path(name)
-    record = _load(path, machine_key(name))
-    old = (record or {}).get(slot[0], {}).get(slot[1])
-    value_key = "gbs" if kind == "bandwidth" else "tflops"
-    if record is None or old is None or fresh[value_key] <= old[value_key]:
-        return profile
-    old.update(fresh, raised=_dt.datetime.now().isoformat(timespec="seconds"))
-    _save(path, record)
-    return _profile(record)
+    if now - _rechecked.get(name, -math.inf) < RECHECK_S:
+        return record
+    _rechecked[name] = now
+    raised = False
+    stamp = _dt.datetime.now().isoformat(timespec="seconds")
+    for dt, old in record["matmul"].items():
+        try:
+            fresh = matmul_tflops(dt, name, budget_s=QUICK_S["matmul"], library="best" if name == "cpu" else None)
+        except (ValueError, RuntimeError):  # a dtype this device cannot run now: keep the stored figure
+            continue
+        if fresh["tflops"] > old["tflops"]:
+            old.update(tflops=fresh["tflops"], raised=stamp)
+            raised = True
+    for kind, old in record["bandwidth"].items():
+        fresh = bandwidth_gbs(kind, name, budget_s=QUICK_S["bandwidth"])
+        if fresh["gbs"] > old["gbs"]:
+            old.update(gbs=fresh["gbs"], raised=stamp)
+            raised = True
+    if raised:
+        _save(path, record)
+    return record
 
 
 def machine_key(name: str) -> dict:

@@ -458,7 +458,7 @@ def _course_measurements() -> dict:
     from ... import reference, results
     from . import lesson
     found = {}
-    for module, names in ((reference, ("matmul_tflops", "bandwidth_gbs", "measured_profile", "current_profile")),
+    for module, names in ((reference, ("matmul_tflops", "bandwidth_gbs", "measured_profile")),
                           (results, ("load",)),
                           (lesson, ("measured_matmuls", "odd_size_matmuls", "tf32_speeds", "sparse_24_speedup"))):
         for name in names:

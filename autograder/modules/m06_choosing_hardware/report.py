@@ -2,7 +2,8 @@
 
 :func:`gather` collects the results the lessons recorded (:mod:`autograder.results`) and
 fills the gaps by measuring now: matmul per dtype and copy/triad bandwidth from the
-machine's reference measurement (:func:`autograder.reference.measured_profile`, cached),
+machine's reference measurement (:func:`autograder.reference.measured_profile`: stored, and checked against a quick
+measurement now),
 and a quick gloo all-reduce (:func:`autograder.ranks.allreduce_busbw`) sized by a time budget.
 :func:`figure` draws a roofline with the learner's points against other profiles and
 the bandwidths; :func:`save_html` writes a one-page bilingual HTML file with the figure
@@ -46,6 +47,13 @@ def _matmul_intensity(size: int | None, dtype: str) -> float | None:
     return 2.0 * size / (3.0 * nbytes)
 
 
+def _peak(reference: float | None, value: float, basis: str) -> float | None:
+    """The peak a value is a share of. A measured peak is the best this machine showed: a lesson's value above the
+    reference measurement means the reference was taken at a busier moment, and it is raised to that value (a share
+    of a measured peak above 100 % is impossible)."""
+    return max(reference, value) if basis == "measured" and reference else reference
+
+
 def _pct(value: float, peak: float | None, basis: str, recorded: dict | None) -> float | None:
     """Percent of the peak; None when the 'peak' is the reference value itself (nothing to compare)."""
     if not peak or (basis == "measured" and recorded is None):
@@ -77,6 +85,7 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
         value = rec["value"] if rec else ref["tflops"]
         size = (rec or {}).get("meta", {}).get("size") if rec else ref.get("size")
         peak, basis = (spec.peak(dt), "spec") if spec is not None and spec.peak(dt) else (ref["tflops"] if ref else None, "measured")
+        peak = _peak(peak, value, basis)
         items.append({"what": "matmul", "dtype": dt, "value": value, "unit": "TFLOP/s",
                       "source": "m02" if rec else "reference", "intensity": _matmul_intensity(size, dt),
                       "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec)})
@@ -86,6 +95,7 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
         value = rec["value"] if rec else reference.spec["bandwidth"][kind]["gbs"]
         peak, basis = ((spec.bandwidth_gbs, "spec") if spec is not None and spec.bandwidth_gbs
                        else (reference.spec["bandwidth"][kind]["gbs"], "measured"))
+        peak = _peak(peak, value, basis)
         items.append({"what": kind, "value": value, "unit": "GB/s", "source": "m03" if rec else "reference",
                       "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec)})
 

@@ -50,6 +50,16 @@ def test_gather_prefers_recorded_results_and_lists_the_rest(machine):
     assert card["points"] == [{"label": "m03.point_matvec", "intensity": 0.5, "flops": 2e9}]
 
 
+def test_no_share_of_a_measured_peak_passes_100_percent(machine):
+    """A lesson measured 10.7 TFLOP/s and 2.4x the copy bandwidth beside a reference taken on a busy machine: the
+    reference is the best this machine showed, so the lesson's own values are the peak (100 %), never 10,720 %."""
+    results.record("m02", "matmul_tflops_fp32", 16.08, "TFLOP/s", device="cpu", size=2048)
+    results.record("m03", "bandwidth_copy_gbs", 47.4, "GB/s", device="cpu")
+    items = {(i["what"], i.get("dtype")): i for i in m06_report.gather("cpu", allreduce=False)["items"]}
+    assert items[("matmul", "fp32")]["pct"] == pytest.approx(100.0) and items[("matmul", "fp32")]["peak"] == 16.08
+    assert items[("copy", None)]["pct"] == pytest.approx(100.0)
+
+
 def test_figure_and_html(machine, tmp_path):
     results.record("m03", "point_matvec", 2.0, "GFLOP/s", intensity=0.5)
     card = m06_report.gather("cpu", allreduce=False)
