@@ -408,13 +408,23 @@ def mfu_peak(device: str) -> float:
 
 
 def plot_mfu(mfus: dict) -> None:
-    """MFU by batch size (log-2 batch axis)."""
+    """MFU by batch size (log-2 batch axis). The title states that larger batches fill the device better only when
+    the points rise; an MFU above 1 is impossible, and the figure says so (the peak was measured at a busier moment)."""
     import matplotlib.pyplot as plt
+    values = list(mfus.values())
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(list(mfus), list(mfus.values()), marker="o")
+    ax.plot(list(mfus), values, marker="o")
     ax.set_xscale("log", base=2)
     ax.grid(alpha=0.3)
     ax.set_xlabel(t("배치", "batch"))
     ax.set_ylabel("MFU")
-    ax.set_title(t("작은 배치는 장치를 채우지 못합니다", "Small batches do not fill the device"))
+    rises = all(b >= a for a, b in zip(values, values[1:])) and values[-1] > 1.2 * values[0]
+    ax.set_title(t("작은 배치는 장치를 채우지 못합니다", "Small batches do not fill the device") if rises
+                 else t("배치 크기별 MFU: 이번 측정에서는 배치가 클수록 오르지 않았습니다",
+                        "MFU by batch size: in this run it did not rise with the batch"))
+    if max(values) > 1:
+        ax.axhline(1.0, color="red", lw=1)
+        ax.text(0.02, 0.95, t("MFU가 1을 넘을 수는 없습니다: 피크를 잴 때 컴퓨터가 더 바빴습니다. 셀을 다시 실행하세요.",
+                              "An MFU above 1 is impossible: the machine was busier while the peak was measured. "
+                              "Run the cell again."), transform=ax.transAxes, va="top", fontsize=8, color="red", wrap=True)
     plt.show()

@@ -49,3 +49,26 @@ def test_the_device_table_shows_memory():
     table = profiles.table(["l4", "h100_sxm"], m06.DEVICE_FIELDS)
     assert [r["memory_gib"] for r in table] == [24.0, 80.0] and all(v is not None for r in table for v in r.values())
     assert [r["memory.type"] for r in table] == ["GDDR6", "HBM3"]  # a datacenter card without HBM, as the lesson says
+
+
+def test_the_mfu_figure_states_only_what_its_points_show(monkeypatch):
+    """A busy machine's points (MFU falling with the batch, one above 1) get no 'small batches do not fill the device'
+    title, and the impossible value is named; rising points keep the title."""
+    import matplotlib.pyplot as plt
+
+    from autograder.i18n import get_language, set_language
+    from autograder.modules.m06_choosing_hardware import lesson as m06
+    monkeypatch.setattr(plt, "show", lambda: None)
+    before = get_language()
+    set_language("en")
+    try:
+        m06.plot_mfu({8: 0.3, 32: 44.0, 128: 0.1, 512: 0.2})
+        ax = plt.gcf().axes[0]
+        assert "did not rise" in ax.get_title() and any("impossible" in x.get_text() for x in ax.texts)
+        plt.close("all")
+        m06.plot_mfu({8: 0.05, 32: 0.1, 128: 0.3, 512: 0.5})
+        ax = plt.gcf().axes[0]
+        assert ax.get_title() == "Small batches do not fill the device" and not ax.texts
+    finally:
+        plt.close("all")
+        set_language(before)
