@@ -141,6 +141,13 @@ def t(ko: str, en: str) -> str:
     return ko if lang == "ko" else en if lang == "en" else f"{ko} / {en}"
 
 
+def rises(*series) -> bool:
+    """Whether every series of measurements rises: each value at least 0.9 times the one before, the last at least
+    1.2 times the first. A figure states such a trend only where this holds: a lesson never claims a trend its own
+    points (on a busy machine, say) contradict."""
+    return all(len(v) > 1 and all(b >= 0.9 * a for a, b in zip(v, v[1:])) and v[-1] >= 1.2 * v[0] for v in series)
+
+
 def _cell(value) -> str:
     if isinstance(value, Message):
         value = value.text()

@@ -76,3 +76,11 @@ def test_an_unanswered_task_and_an_early_check_say_so_in_both_languages():
     assert errors[0][0].traceback[0].startswith("아직 구현하지") and "Not implemented yet" in errors[0][0].traceback[0]
     assert "`arithmetic_intensity`" in errors[1][0].traceback[0] and "Run the answer cell above" in errors[1][0].traceback[0]
     assert len(errors[2][0].traceback) > 1  # any other error keeps its stack trace
+
+
+def test_a_trend_is_claimed_only_where_the_points_show_it():
+    """Lesson 01's busy-machine points (n = 64 at 30 GFLOP/s, n = 128 at 0.06) must not be titled 'larger problems
+    fill the device better'."""
+    from autograder.lesson import rises
+    assert rises([5.0, 9.0, 20.0, 19.0, 30.0]) and rises([1, 2], [3, 4])
+    assert not rises([30.0, 0.06, 20.0, 25.0, 40.0]) and not rises([1.0, 1.1]) and not rises([1, 2], [4, 3])

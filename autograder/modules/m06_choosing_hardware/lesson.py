@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...lesson import show_table, t
+from ...lesson import rises, show_table, t
 from ...lesson import LABEL
 
 SAMPLE_LOG = Path(__file__).resolve().parent / "data" / "nvidia_smi_log.csv"
@@ -418,8 +418,7 @@ def plot_mfu(mfus: dict) -> None:
     ax.grid(alpha=0.3)
     ax.set_xlabel(t("배치", "batch"))
     ax.set_ylabel("MFU")
-    rises = all(b >= a for a, b in zip(values, values[1:])) and values[-1] > 1.2 * values[0]
-    ax.set_title(t("작은 배치는 장치를 채우지 못합니다", "Small batches do not fill the device") if rises
+    ax.set_title(t("작은 배치는 장치를 채우지 못합니다", "Small batches do not fill the device") if rises(values)
                  else t("배치 크기별 MFU: 이번 측정에서는 배치가 클수록 오르지 않았습니다",
                         "MFU by batch size: in this run it did not rise with the batch"))
     if max(values) > 1:
