@@ -84,3 +84,16 @@ def test_a_trend_is_claimed_only_where_the_points_show_it():
     from autograder.lesson import rises
     assert rises([5.0, 9.0, 20.0, 19.0, 30.0]) and rises([1, 2], [3, 4])
     assert not rises([30.0, 0.06, 20.0, 25.0, 40.0]) and not rises([1.0, 1.1]) and not rises([1, 2], [4, 3])
+
+
+def test_a_point_above_the_measured_roof_is_named_impossible():
+    """Lesson 03 showed `add` at 143 % of a roof measured at a busier moment: the row says it is impossible."""
+    from autograder.i18n import get_language, set_language
+    from autograder.modules.m03_memory_hierarchy.lesson import roof_rows
+    before = get_language()
+    set_language("en")
+    try:
+        rows = roof_rows([("add", 1 / 12, 0.002), ("matmul", 100.0, 0.05)], peak_tflops=0.1, gbs=16.8)
+    finally:
+        set_language(before)
+    assert rows[0]["of the roof"].startswith("above the roof (impossible)") and rows[1]["of the roof"] == "50%"

@@ -236,6 +236,20 @@ def plot_measured_roofline(points: list[tuple], peak_tflops: float, gbs: float, 
     return fig
 
 
+def roof_rows(points: list[tuple], peak_tflops: float, gbs: float) -> list[dict]:
+    """The measured points as table rows with their share of the roof. A share above 100 % is impossible: the roof
+    was measured at a slower moment than the point, and the row says so instead of showing it."""
+    rows = []
+    for name, intensity, achieved in points:
+        share = achieved / min(peak_tflops, intensity * gbs / 1e3)
+        rows.append({t("커널", "kernel"): name, "FLOP/byte": round(intensity, 3), "TFLOP/s": achieved,
+                     t("지붕 대비", "of the roof"): f"{share:.0%}" if share <= 1 else t(
+                         "지붕 위(불가능): 지붕을 잰 때 컴퓨터가 더 바빴습니다. 8절과 이 셀을 다시 실행하세요",
+                         "above the roof (impossible): the machine was busier when the roof was measured; "
+                         "run section 8 and this cell again")})
+    return rows
+
+
 def cache_rows(report) -> list[dict]:
     """This machine's caches and memories (from ``hardware.detect()``) as table rows."""
     cpu = report.cpu
