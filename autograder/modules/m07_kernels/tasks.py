@@ -84,12 +84,13 @@ def _blank(shape) -> np.ndarray:
 
 
 def _first(indices, shape) -> list:
-    """[how many, the first as an index into an array of ``shape``] of some flat indices ([0, None] for none)."""
+    """[how many, the first as an index into an array of ``shape``] of some flat indices ([0, None] for none):
+    ``5`` in one dimension, ``"2, 3"`` in two."""
     indices = np.asarray(indices)
     if not indices.size:
         return [0, None]
     first = [int(i) for i in np.unravel_index(int(indices[0]), shape)]
-    return [int(indices.size), first[0] if len(first) == 1 else first]
+    return [int(indices.size), first[0] if len(first) == 1 else ", ".join(map(str, first))]
 
 
 def report(record: traffic.Trace, outputs: dict, needed: dict | None = None) -> dict:
@@ -617,7 +618,9 @@ def _softmax_answer(kernel, case) -> dict:
                 raise NotImplementedError()
             loads, stores, error = dict(record.loads), dict(record.stores), record.error
             outside = bool(record.outside)
-            facts = {"strays": sum(record.strays.values()), "outside_kind": record.outside[0][0] if outside else None,
+            # lanes past a row's end load past x's end, or store past y's end (a store past x's end may be y's start)
+            strays = sum(record.strays[key] for key in (("load", "x"), ("load", "y"), ("store", "y")))
+            facts = {"strays": strays, "outside_kind": record.outside[0][0] if outside else None,
                      "unstored": _first(record.unstored["y"], tuple(y.shape))}
         else:
             loads = stores = None
@@ -664,7 +667,7 @@ def _softmax_score(case, answer, want) -> list[Part]:
                           label=_label(text, "값", "values")))
         return parts
     sums = [sum(got[r * cols:(r + 1) * cols]) for r in range(rows)] if len(got) == rows * cols else []
-    if sums and any(s < 0.999 for s in sums):
+    if block_for(cols) > cols and sums and any(s < 0.999 for s in sums):   # only where lanes are masked off
         parts.append(Part(False, _m("mistake.other_zero", case=text, total=min(sums)), mistake="other_zero",
                           label=_label(text, "값", "values")))
         return parts
@@ -794,8 +797,10 @@ def _copy_score(case, answer, want) -> list[Part]:
                   _m("copy_traffic", reads=copy.get("reads"), writes=copy.get("writes"), sectors=copy.get("sectors")),
                   label=_label("copy_kernel", "트래픽", "traffic"))]
     measured, timed = (_copy_virtual if first.get("simulated") else _copy_on_gpu)(case, answer, rounds)
-    work = _work_part("copy_kernel", copy, reads=1, writes=1)   # a copy the task does not measure: worth nothing
-    return _gate((parts + timed if measured else timed) + [work], [work])   # unwatched numbers: worth nothing
+    shown = (parts + timed if measured else timed)   # numbers nobody watched being measured: worth nothing
+    # the timing of a copy kernel that raised, or whose threads did not each copy their element, is worth nothing
+    work = parts[0] if copy.get("error") and measured else _work_part("copy_kernel", copy, reads=1, writes=1)
+    return _gate(shown + ([] if work in shown else [work]), [work])
 
 
 def _copy_virtual(case, answer, rounds) -> tuple[bool, list[Part]]:

@@ -447,7 +447,8 @@ class TritonTrace:
     loads: Counter = field(default_factory=Counter)    # tensor name -> elements loaded
     stores: Counter = field(default_factory=Counter)   # tensor name -> elements stored
     outside: list = field(default_factory=list)         # (load/store, byte address) outside every tensor
-    strays: Counter = field(default_factory=Counter)    # tensor name -> accesses fewer than ``past`` bytes past its end
+    strays: Counter = field(default_factory=Counter)    # (load/store, tensor name) -> accesses fewer than ``past``
+                                                        # bytes past that tensor's end (maybe inside another)
     unstored: dict = field(default_factory=dict)        # tensor name -> flat indices not as the stores left them
     error: str | None = None
 
@@ -471,7 +472,7 @@ def _triton_hooks(tensors: dict, record: TritonTrace, stored: dict, past: int):
         for name, lo, hi, size in ranges:
             hit = (chosen >= lo) & (chosen < hi)
             counter[name] += int(hit.sum())
-            record.strays[name] += int(((chosen >= hi) & (chosen < hi + past)).sum())
+            record.strays[(kind, name)] += int(((chosen >= hi) & (chosen < hi + past)).sum())
             if values is not None:
                 stored[name][((chosen[hit] - lo) // size).astype(np.int64)] = values[hit]
             inside |= hit
@@ -498,7 +499,8 @@ def _triton_hooks(tensors: dict, record: TritonTrace, stored: dict, past: int):
 
 def trace_triton(launch, tensors: dict, past: int = 0) -> TritonTrace:
     """Run ``launch()`` (a Triton launch on CPU tensors, interpreted) and count its traffic per named tensor;
-    an access fewer than ``past`` bytes past a tensor's end is a stray of that tensor. Afterwards, the elements
+    an access fewer than ``past`` bytes past a tensor's end is a stray of that tensor (also where another tensor
+    begins there: which tensor a pointer came from, only the kernel knows). Afterwards, the elements
     whose values differ from what the kernel's stores left there are :attr:`TritonTrace.unstored`."""
     record = TritonTrace()
     stored = {name: t.detach().numpy().ravel().copy() for name, t in tensors.items()}

@@ -130,9 +130,17 @@ def test_one_thread_reading_everything_element_by_element_is_named_with_its_shar
         in said(found)
 
 
+@cuda.jit
+def one_thread_numpy_copy(dst, src):
+    if cuda.grid(1) == 0:
+        dst[0:src.size] = src[0:src.size]
+
+
 def test_a_one_thread_copy_kernel_earns_nothing_for_its_measurement():
     found = parts("copy", (one_thread_copy, ref.copy_bandwidth_gbs))
     assert fraction(found) == 0.0 and "thread 0 of block 0 read 1000 elements" in said(found)
+    found = parts("copy", (one_thread_numpy_copy, ref.copy_bandwidth_gbs))
+    assert fraction(found) == 0.0 and "into a NumPy array" in said(found)
 
 
 # ---------------------------------------------------------------- the array behind a traced argument
