@@ -5,8 +5,9 @@ are the GPU's), so a check sees more than the numbers: accesses out of bounds, e
 global reads and writes against the task's budget, atomics, races on shared and global memory, and the sectors
 per warp request. Inputs are small integers stored as float32, so sums are exact and values compare exactly. The
 Triton task counts loads and stores on the interpreter (:func:`traffic.trace_triton`). A case whose kernel breaks
-a rule the exercise says a kernel cannot pass with (a race, a skipped barrier, a read budget, one atomic per block)
-earns nothing for its other parts (:func:`_gate`).
+a rule the exercise says a kernel cannot pass with (a race, a skipped barrier, a read budget, one atomic per block,
+a thread doing more than its share or a result the kernel's stores did not leave: :func:`_work_part`) earns
+nothing for its other parts (:func:`_gate`).
 
 The copy task is a measurement. On a GPU, the learner's copy kernel, timed by the learner, is compared side by
 side with the course's copy kernel. On the simulator a wall-clock bandwidth means nothing: the learner's timing
@@ -245,7 +246,7 @@ def _coverage(answer: dict, name: str) -> tuple[int, int]:
 
 def _gate(parts: list[Part], rules: list[Part]) -> list[Part]:
     """The exercise says a kernel that breaks one of ``rules`` (a race, a skipped barrier, a read budget, one
-    atomic per block) does not pass, even when its values come out right. So when one fails, it carries the whole
+    atomic per block, each thread its share) does not pass, even when its values come out right. So when one fails, it carries the whole
     case's weight and says so; the case's other parts keep their verdict (✅ where right) and weigh nothing."""
     broken = next((r for r in rules if not r.ok), None)
     if broken is None:

@@ -3,8 +3,12 @@
 :func:`trace` runs a ``@cuda.jit`` kernel on the simulator (also where a real GPU runs it: the simulator takes
 the kernel's Python function) with every array argument wrapped, and returns a :class:`Trace`:
 
-- **global traffic**: element reads and writes per array (an atomic counts as one read and one write), and
-  accesses out of bounds (which NumPy would wrap or raise, and a GPU would not report);
+- **global traffic**: element reads and writes per array and per element (an atomic counts as one read and
+  one write), the reads and the writes of the thread that did the most, and accesses out of bounds (which NumPy
+  would wrap or raise, and a GPU would not report);
+- **the kernel's own stores**: the elements of each array whose value after the launch is not what the kernel's
+  stores left there (something other than the kernel changed them). A kernel reaches an array's values only
+  by indexing it (:class:`Traced`);
 - **coalescing**: the 32-byte sectors each warp's request touches (the k-th access of one source line by the 32
   threads of a warp is one request, as on the GPU): 4 sectors per request for 32 consecutive float32 values;
 - **shared memory and barriers**: the shared reads of the thread that read the most (one thread adding up a
@@ -19,7 +23,8 @@ the kernel's Python function) with every array argument wrapped, and returns a :
   are in the same block and a barrier separates them (nothing orders different blocks within a launch).
 
 :func:`trace_triton` counts the elements a Triton kernel loads and stores per tensor on the interpreter, and
-stops a masked-off-by-mistake access outside every tensor before it happens.
+stops an access outside every tensor before it happens; it also counts the accesses just past a tensor's end
+(where a missing mask leads) and the elements not as the kernel's ``tl.store`` left them.
 """
 from __future__ import annotations
 
