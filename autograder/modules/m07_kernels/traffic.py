@@ -108,6 +108,7 @@ class _Recorder:
         self.oob: list = []
         self.barriers: dict = {}  # (block, thread) -> barriers passed (threads that never reached one: absent)
         self.stored: dict = {}    # global array -> its values as the kernel's stores left them
+        self.storing = threading.Lock()
 
     def who(self) -> tuple:
         """(block, thread, state) of the calling simulator thread; state holds its phase and counters."""
@@ -147,10 +148,11 @@ class Traced:
 
         def write(idx, value) -> None:
             where = self._where(idx, flat, rec, True)
-            data[idx] = value
+            with rec.storing:   # the store and its copy together, even when two threads race to one element
+                data[idx] = value
+                if stored is not None:
+                    stored.flat[where] = data[idx]
             _record(rec, key, space, where, True)
-            if stored is not None:
-                stored.flat[where] = data[idx]
 
         self._read, self._write = read, write
 

@@ -194,6 +194,17 @@ def test_an_element_not_left_by_a_kernel_store_is_found():
     assert out[6] == 7 and list(rec.unstored["out"]) == [6] and list(rec.unstored["x"]) == []
 
 
+@cuda.jit
+def all_write_one(out):
+    out[0] = cuda.threadIdx.x      # a write-write race: the last store wins, and it is a kernel store
+
+
+def test_racing_stores_are_still_the_kernels_stores():
+    out = np.zeros(1, np.float32)
+    rec = traffic.trace(all_write_one, 1, 32, out)
+    assert rec.first_race("global") is not None and list(rec.unstored["out"]) == []
+
+
 _TABLE = {}
 
 
