@@ -96,7 +96,7 @@ def _first(indices, shape) -> list:
 
 def report(record: traffic.Trace, outputs: dict, needed: dict | None = None) -> dict:
     """A trace and the output arrays as plain data (what a check records). ``needed``: per input, how many of
-    its leading elements the result depends on (every element where it says ``None``)."""
+    its leading elements the result depends on."""
     unread = {name: _first(np.flatnonzero(record.read[name].ravel()[:count] == 0), record.read[name].shape)
               for name, count in (needed or {}).items() if name in record.read}
     return {
@@ -246,8 +246,9 @@ def _coverage(answer: dict, name: str) -> tuple[int, int]:
 
 def _gate(parts: list[Part], rules: list[Part]) -> list[Part]:
     """The exercise says a kernel that breaks one of ``rules`` (a race, a skipped barrier, a read budget, one
-    atomic per block, each thread its share) does not pass, even when its values come out right. So when one fails, it carries the whole
-    case's weight and says so; the case's other parts keep their verdict (✅ where right) and weigh nothing."""
+    atomic per block, each thread its share) does not pass, even when its values come out right. So when one
+    fails, it carries the whole case's weight and says so; the case's other parts keep their verdict (✅ where
+    right) and weigh nothing."""
     broken = next((r for r in rules if not r.ok), None)
     if broken is None:
         return parts
@@ -647,7 +648,8 @@ def _softmax_score(case, answer, want) -> list[Part]:
     if answer.get("strays"):   # lanes past the end of a row reached memory past the end of x or y
         return [Part(False, _m("mistake.no_mask", case=text, block=block_for(cols), cols=cols), mistake="no_mask")]
     if answer.get("outside"):
-        return [Part(False, _m("triton_outside", case=text, kind=_kind("write" if answer.get("outside_kind") == "store" else "read")))]
+        kind = _kind("write" if answer.get("outside_kind") == "store" else "read")
+        return [Part(False, _m("triton_outside", case=text, kind=kind))]
     if answer.get("error"):
         return [Part(False, _m("kernel_raised", error=answer["error"][:300]))]
     count, first = answer.get("unstored") or [0, None]
