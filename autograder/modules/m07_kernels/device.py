@@ -143,14 +143,15 @@ def gpu_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def execute(kernel, grid, block, *args):
-    """Trace ``kernel[grid, block](*args)`` on the simulator (NumPy arguments are copied first), and on a GPU run
-    it there too: returns (trace, the arguments after the run that counts, on the GPU where there is one)."""
+def execute(kernel, grid, block, *args, names: tuple | None = None):
+    """Trace ``kernel[grid, block](*args)`` on the simulator (NumPy arguments are copied first; ``names`` names
+    them in the trace), and on a GPU run it there too: returns (trace, the arguments after the run that counts,
+    on the GPU where there is one)."""
     import numpy as np
 
     from .traffic import trace
     simulated = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
-    record = trace(kernel, grid, block, *simulated)
+    record = trace(kernel, grid, block, *simulated, names=names)
     if record.error and record.error.startswith("NotImplementedError"):
         raise NotImplementedError()
     if SIMULATED or record.error or record.oob:   # never run an out-of-bounds kernel on a real GPU

@@ -5,8 +5,9 @@ are the GPU's), so a check sees more than the numbers: accesses out of bounds, e
 global reads and writes against the task's budget, atomics, races on shared and global memory, and the sectors
 per warp request. Inputs are small integers stored as float32, so sums are exact and values compare exactly. The
 Triton task counts loads and stores on the interpreter (:func:`traffic.trace_triton`). A case whose kernel breaks
-a rule the exercise says a kernel cannot pass with (a race, a skipped barrier, a read budget, one atomic per block)
-earns nothing for its other parts (:func:`_gate`).
+a rule the exercise says a kernel cannot pass with (a race, a skipped barrier, a read budget, one atomic per block,
+a thread doing more than its share or a result the kernel's stores did not leave: :func:`_work_part`) earns
+nothing for its other parts (:func:`_gate`).
 
 The copy task is a measurement. On a GPU, the learner's copy kernel, timed by the learner, is compared side by
 side with the course's copy kernel. On the simulator a wall-clock bandwidth means nothing: the learner's timing
@@ -83,15 +84,27 @@ def _blank(shape) -> np.ndarray:
     return np.full(shape, np.nan, dtype=np.float32)
 
 
-def report(record: traffic.Trace, outputs: dict) -> dict:
-    """A trace and the output arrays as plain data (what a check records)."""
+def _first(indices, shape) -> list:
+    """[how many, the first as an index into an array of ``shape``] of some flat indices ([0, None] for none):
+    ``5`` in one dimension, ``"2, 3"`` in two."""
+    indices = np.asarray(indices)
+    if not indices.size:
+        return [0, None]
+    first = [int(i) for i in np.unravel_index(int(indices[0]), shape)]
+    return [int(indices.size), first[0] if len(first) == 1 else ", ".join(map(str, first))]
+
+
+def report(record: traffic.Trace, outputs: dict, needed: dict | None = None) -> dict:
+    """A trace and the output arrays as plain data (what a check records). ``needed``: per input, how many of
+    its leading elements the result depends on."""
+    unread = {name: _first(np.flatnonzero(record.read[name].ravel()[:count] == 0), record.read[name].shape)
+              for name, count in (needed or {}).items() if name in record.read}
     return {
         "error": record.error,
         "oob": [[name, list(index), kind] for name, index, kind, *_ in record.oob[:3]],
         "reads": dict(record.reads), "writes": dict(record.writes), "atomics": dict(record.atomics),
         "shared": [record.shared_reads, record.shared_writes],
-        "shared_most": None if record.shared_most is None else
-        [record.shared_most[0], list(record.shared_most[1]), list(record.shared_most[2])],
+        "shared_most": _busiest(record.shared_most),
         "barriers": record.barriers,
         "races": [[r.space, r.array, r.kind, list(r.index), r.phase] for r in record.races[:3]],
         "sectors": {name: record.sectors_per_request(name) for name in record.requests},
@@ -101,7 +114,15 @@ def report(record: traffic.Trace, outputs: dict) -> dict:
                      for name, w in record.written.items() if name in outputs},
         "values": {name: _values(a) for name, a in outputs.items()},
         "threads": record.threads,
+        "most_reads": _busiest(record.most_reads), "most_writes": _busiest(record.most_writes),
+        "unstored": {name: _first(record.unstored[name], record.written[name].shape)
+                     for name in outputs if name in record.unstored},
+        "unread": unread,
     }
+
+
+def _busiest(most: tuple | None) -> list | None:
+    return None if most is None else [most[0], list(most[1]), list(most[2])]
 
 
 def _kernel(learner: Any):
@@ -192,6 +213,32 @@ def _tree_part(case_text, answer: dict, threads: int, mistake: str, label: Messa
     return Part(True, _m("tree_reads", **values), label=label)
 
 
+def _work_part(case_text, answer: dict, reads: int, writes: int, shared: int | None = None) -> Part:
+    """The kernel's own threads did the work, each its share. Every element of an output is as the kernel's
+    stores left it; no thread read more than ``reads`` elements of global memory, wrote more than ``writes``,
+    or read more than ``shared`` shared values (the most one thread of a right kernel needs, from the task);
+    and when every output element was written, every input element the result depends on was read by a
+    thread. One thread computing the whole result (a loop, or NumPy on slices) breaks this rule. A rule, not a
+    point: its part weighs nothing unless :func:`_gate` gives it the case's weight."""
+    label = _label(case_text, "스레드마다 제 몫", "each thread its share")
+    for name, (count, first) in (answer.get("unstored") or {}).items():
+        if count:
+            return Part(False, _m("not_stored", case=case_text, array=name, index=first,
+                                  count=_many(count, "개", "element", "elements")), weight=0.0, label=label)
+    for key, kind, limit in (("most_reads", "reads", reads), ("most_writes", "writes", writes),
+                             ("shared_most", "shared", shared)):
+        found, block, thread = answer.get(key) or [0, [0], [0]]
+        if limit is not None and found > limit:
+            return Part(False, _m(f"thread_{kind}", case=case_text, found=found, most=limit, block=_index(block),
+                                  thread=_index(thread)), weight=0.0, label=label)
+    if not any(never for never, _ in (answer.get("coverage") or {}).values()):
+        for name, (count, first) in (answer.get("unread") or {}).items():
+            if count:
+                return Part(False, _m("unread", case=case_text, array=name, index=first,
+                                      count=_many(count, "개", "element", "elements")), weight=0.0, label=label)
+    return Part(True, _m("work_right", reads=reads, writes=writes), weight=0.0, label=label)
+
+
 def _coverage(answer: dict, name: str) -> tuple[int, int]:
     never, most = (answer.get("coverage") or {}).get(name, [0, 0])
     return never, most
@@ -199,8 +246,9 @@ def _coverage(answer: dict, name: str) -> tuple[int, int]:
 
 def _gate(parts: list[Part], rules: list[Part]) -> list[Part]:
     """The exercise says a kernel that breaks one of ``rules`` (a race, a skipped barrier, a read budget, one
-    atomic per block) does not pass, even when its values come out right. So when one fails, it carries the whole
-    case's weight and says so; the case's other parts keep their verdict (✅ where right) and weigh nothing."""
+    atomic per block, each thread its share) does not pass, even when its values come out right. So when one
+    fails, it carries the whole case's weight and says so; the case's other parts keep their verdict (✅ where
+    right) and weigh nothing."""
     broken = next((r for r in rules if not r.ok), None)
     if broken is None:
         return parts
@@ -227,8 +275,9 @@ def _guard_answer(learner, case) -> dict:
         return {"blocks": 0, "coverage": {"out": [n, 0]}}
     if blocks * threads > 64 * n + 4096:
         return {"blocks": blocks, "error": "too many blocks to simulate"}
-    record, (out, *_rest) = device.execute(kernel, blocks, threads, _blank(n), ints(case, "x", n), n)
-    return {"blocks": blocks, **report(record, {"out": out})}
+    record, (out, *_rest) = device.execute(kernel, blocks, threads, _blank(n), ints(case, "x", n), n,
+                                           names=("out", "x", "n"))
+    return {"blocks": blocks, **report(record, {"out": out}, {"x": n})}
 
 
 def _guard_score(case, answer, want) -> list[Part]:
@@ -252,8 +301,8 @@ def _guard_score(case, answer, want) -> list[Part]:
         return [part_b, Part(False, _m("unwritten", case=text, count=_many(n, "개", "element", "elements")),
                              mistake="too_few_blocks", label=label_v)]
     crashed = _crashed(answer)
-    if crashed:
-        return [part_b, crashed]
+    if crashed:   # a kernel that raised earns nothing for the case, as a blank one does
+        return _gate([part_b, crashed], [crashed])
     part_g = _oob_part(text, answer, edge=n, name_edge="off_by_one_guard", name_other="no_guard", label=label_g)
     never, most = _coverage(answer, "out")
     if answer.get("oob"):
@@ -263,7 +312,8 @@ def _guard_score(case, answer, want) -> list[Part]:
                       mistake="too_few_blocks", label=label_v)
     else:
         part_v = _values_part(text, answer, want, label=label_v)
-    return [part_b, part_g, part_v]
+    work = _work_part(text, answer, reads=1, writes=1)
+    return _gate([part_b, part_g, part_v, work], [work])
 
 
 # ---------------------------------------------------------------- 2. 2D broadcast
@@ -279,8 +329,9 @@ def broadcast_grid(rows: int, cols: int) -> tuple:
 def _broadcast_answer(kernel, case) -> dict:
     rows, cols = case["rows"], case["cols"]
     record, (out, *_rest) = device.execute(_kernel(kernel), broadcast_grid(rows, cols), BROADCAST_BLOCK,
-                                           _blank((rows, cols)), ints(case, "a", rows), ints(case, "b", cols))
-    return report(record, {"out": out})
+                                           _blank((rows, cols)), ints(case, "a", rows), ints(case, "b", cols),
+                                           names=("out", "a", "b"))
+    return report(record, {"out": out}, {"a": rows, "b": cols})
 
 
 def _broadcast_score(case, answer, want) -> list[Part]:
@@ -303,8 +354,9 @@ def _broadcast_score(case, answer, want) -> list[Part]:
     if never:
         return [Part(False, _m("mistake.row_col_swap", case=text),
                      mistake="row_col_swap", label=_label(text, "모든 원소", "every element"))]
-    return [Part(True, _m("no_oob"), label=_label(text, "가드", "guard")),
-            _values_part(text, answer, want, label=_label(text, "값", "values"))]
+    work = _work_part(text, answer, reads=2, writes=1)
+    return _gate([Part(True, _m("no_oob"), label=_label(text, "가드", "guard")),
+                  _values_part(text, answer, want, label=_label(text, "값", "values")), work], [work])
 
 
 # ---------------------------------------------------------------- 3. a fixed grid: grid-stride loop
@@ -315,8 +367,8 @@ def _stride_visible() -> list:
 def _stride_answer(kernel, case) -> dict:
     n = case["n"]
     record, (out, *_rest) = device.execute(_kernel(kernel), case["blocks"], case["threads"], _blank(n),
-                                           ints(case, "x", n), ints(case, "y", n), n)
-    return report(record, {"out": out})
+                                           ints(case, "x", n), ints(case, "y", n), n, names=("out", "x", "y", "n"))
+    return report(record, {"out": out}, {"x": n, "y": n})
 
 
 def _stride_score(case, answer, want) -> list[Part]:
@@ -350,7 +402,10 @@ def _stride_score(case, answer, want) -> list[Part]:
                          mistake="contiguous_chunks", label=label_c)
     else:
         coalesced = Part(True, _m("stride_coalesced", found=worst, most=STRIDE_SECTORS_MAX), label=label_c)
-    return [once, traffic_ok, coalesced, _values_part(text, answer, want, label=_label(text, "값", "values"))]
+    share = cdiv(n, blocks * threads)   # the elements one thread of the grid-stride loop takes, at most
+    work = _work_part(text, answer, reads=2 * share, writes=share)
+    return _gate([once, traffic_ok, coalesced, _values_part(text, answer, want, label=_label(text, "값", "values")),
+                  work], [work])
 
 
 # ---------------------------------------------------------------- 4. shared-memory stencil (window of 3)
@@ -366,8 +421,8 @@ def pool_budget(n: int, threads: int = POOL_TPB) -> int:
 def _pool_answer(kernel, case) -> dict:
     n = case["n"]
     record, (out, *_rest) = device.execute(_kernel(kernel), cdiv(n, POOL_TPB), POOL_TPB, _blank(n),
-                                           ints(case, "x", n), n)
-    return report(record, {"out": out})
+                                           ints(case, "x", n), n, names=("out", "x", "n"))
+    return report(record, {"out": out}, {"x": n})
 
 
 def _edges_only(answer: dict, want: dict, threads: int) -> bool:
@@ -396,7 +451,8 @@ def _pool_score(case, answer, want) -> list[Part]:
                           label=_label(text, "값", "values")))
     else:
         parts.append(_values_part(text, answer, want, label=_label(text, "값", "values")))
-    return _gate(parts, [sync, budget_part])
+    work = _work_part(text, answer, reads=3, writes=1, shared=3)
+    return _gate(parts + [work], [sync, budget_part, work])
 
 
 # ---------------------------------------------------------------- 5. dot product: block reduction
@@ -407,8 +463,8 @@ def _dot_visible() -> list:
 def _dot_answer(kernel, case) -> dict:
     n = case["n"]
     record, (out, *_rest) = device.execute(_kernel(kernel), cdiv(n, DOT_TPB), DOT_TPB, np.zeros(1, np.float32),
-                                           ints(case, "a", n), ints(case, "b", n), n)
-    return report(record, {"out": out})
+                                           ints(case, "a", n), ints(case, "b", n), n, names=("out", "a", "b", "n"))
+    return report(record, {"out": out}, {"a": n, "b": n})
 
 
 def _dot_score(case, answer, want) -> list[Part]:
@@ -433,7 +489,8 @@ def _dot_score(case, answer, want) -> list[Part]:
              Part(ok_reads, _m("reads_each_once", case=text, n=n, a=reads.get("a", 0), b=reads.get("b", 0)),
                   label=_label(text, "a, b 한 번씩", "a, b once")),
              _values_part(text, answer, want, label=_label(text, "값", "value"))]
-    return _gate(parts, [sync, update, per_block])
+    work = _work_part(text, answer, reads=3, writes=1)   # a[i], b[i], and out[0] in the block's atomic add
+    return _gate(parts + [work], [sync, update, per_block, work])
 
 
 # ---------------------------------------------------------------- 6. exclusive prefix sum in one block
@@ -443,8 +500,9 @@ def _scan_visible() -> list:
 
 def _scan_answer(kernel, case) -> dict:
     n = case["n"]
-    record, (out, *_rest) = device.execute(_kernel(kernel), 1, SCAN_TPB, _blank(n), ints(case, "x", n), n)
-    return report(record, {"out": out})
+    record, (out, *_rest) = device.execute(_kernel(kernel), 1, SCAN_TPB, _blank(n), ints(case, "x", n), n,
+                                           names=("out", "x", "n"))
+    return report(record, {"out": out}, {"x": n - 1})   # x[n-1] is in no exclusive prefix
 
 
 def _scan_score(case, answer, want) -> list[Part]:
@@ -467,7 +525,8 @@ def _scan_score(case, answer, want) -> list[Part]:
                           label=_label(text, "값", "values")))
     else:
         parts.append(_values_part(text, answer, {"out": want["out"]}, label=_label(text, "값", "values")))
-    return _gate(parts, [sync, budget_part])
+    work = _work_part(text, answer, reads=1, writes=1)
+    return _gate(parts + [work], [sync, budget_part, work])
 
 
 # ---------------------------------------------------------------- 7. tiled C = A Bᵀ
@@ -483,8 +542,9 @@ def matmul_budget(m: int, n: int, k: int, tile: int = TILE) -> dict:
 def _matmul_answer(kernel, case) -> dict:
     m, n, k = case["m"], case["n"], case["k"]
     record, (out, *_rest) = device.execute(_kernel(kernel), (cdiv(n, TILE), cdiv(m, TILE)), (TILE, TILE),
-                                           _blank((m, n)), ints(case, "a", (m, k)), ints(case, "b", (n, k)), m, n, k)
-    return report(record, {"c": out})
+                                           _blank((m, n)), ints(case, "a", (m, k)), ints(case, "b", (n, k)), m, n, k,
+                                           names=("c", "a", "b", "m", "n", "k"))
+    return report(record, {"c": out}, {"a": m * k, "b": n * k})
 
 
 def _matmul_score(case, answer, want) -> list[Part]:
@@ -513,7 +573,9 @@ def _matmul_score(case, answer, want) -> list[Part]:
         parts.append(Part(False, _m("values_unknown", case=text)))
     else:
         parts.append(_values_part(text, answer, want, label=_label(text, "값", "values")))
-    return _gate(parts, [sync, budget_part])
+    steps = cdiv(k, TILE)   # per tile step a thread loads one element of A and one of B, and reads 2·TILE shared
+    work = _work_part(text, answer, reads=2 * steps, writes=1, shared=2 * TILE * steps)
+    return _gate(parts + [work], [sync, budget_part, work])
 
 
 # ---------------------------------------------------------------- 8. Triton: softmax of each row
@@ -531,22 +593,37 @@ def block_for(cols: int) -> int:
     return 1 << max(0, (cols - 1).bit_length())
 
 
+def triton_kernel(kernel: Any) -> bool:
+    """Whether ``kernel`` is what ``@triton.jit`` returns (a JITFunction; an InterpretedFunction on the
+    interpreter), not another object that can be indexed and called."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+    return type(kernel) in (JITFunction, InterpretedFunction)
+
+
 def _softmax_answer(kernel, case) -> dict:
     if device.TRITON_MISSING is not None:
         return {"skipped": device.TRITON_MISSING.en, "skipped_ko": device.TRITON_MISSING.ko}
+    if not triton_kernel(kernel):
+        return {"not_triton": type(kernel).__name__}
     import torch
     rows, cols = case["rows"], case["cols"]
     x = torch.tensor(softmax_inputs(case), device=device.TRITON_DEVICE)
     y = torch.full_like(x, float("nan"))
     launch = lambda: kernel[(rows,)](x, y, cols, BLOCK=block_for(cols))  # noqa: E731
+    facts = {}
     with warnings.catch_warnings(), np.errstate(all="ignore"):   # exp overflow is the learner's to see in y
         warnings.simplefilter("ignore")
-        if device.TRITON_INTERPRETED:
-            record = traffic.trace_triton(launch, {"x": x, "y": y})
+        if device.TRITON_INTERPRETED:   # the lanes a missing mask lets through lie just past the last row
+            record = traffic.trace_triton(launch, {"x": x, "y": y}, past=(block_for(cols) - cols) * x.element_size())
             if record.error and "NotImplementedError" in record.error:
                 raise NotImplementedError()
             loads, stores, error = dict(record.loads), dict(record.stores), record.error
             outside = bool(record.outside)
+            # lanes past a row's end load past x's end, or store past y's end (a store past x's end may be y's start)
+            strays = sum(record.strays[key] for key in (("load", "x"), ("load", "y"), ("store", "y")))
+            facts = {"strays": strays, "outside_kind": record.outside[0][0] if outside else None,
+                     "unstored": _first(record.unstored["y"], tuple(y.shape))}
         else:
             loads = stores = None
             outside, error = False, None
@@ -557,25 +634,34 @@ def _softmax_answer(kernel, case) -> dict:
                 raise
             except Exception as exc:  # the learner's kernel may raise anything
                 error = f"{type(exc).__name__}: {exc}"[:400]
-    return {"error": error, "outside": outside, "loads": loads, "stores": stores, "values": {"y": _values(y.cpu().numpy())}}
+    return {"error": error, "outside": outside, "loads": loads, "stores": stores, **facts,
+            "values": {"y": _values(y.cpu().numpy())}}
 
 
 def _softmax_score(case, answer, want) -> list[Part]:
     if answer.get("skipped"):
         return [Part(False, Message(answer["skipped_ko"], answer["skipped"]))]
+    if answer.get("not_triton"):
+        return [Part(False, _m("not_triton", found=answer["not_triton"]))]
     rows, cols = case["rows"], case["cols"]
     text = f"{rows}×{cols}, |x| ~ {case['scale']:g}"
-    if answer.get("outside") or ((answer.get("loads") or {}).get("y", 0) > 0):
+    if answer.get("strays"):   # lanes past the end of a row reached memory past the end of x or y
         return [Part(False, _m("mistake.no_mask", case=text, block=block_for(cols), cols=cols), mistake="no_mask")]
+    if answer.get("outside"):
+        kind = _kind("write" if answer.get("outside_kind") == "store" else "read")
+        return [Part(False, _m("triton_outside", case=text, kind=kind))]
     if answer.get("error"):
         return [Part(False, _m("kernel_raised", error=answer["error"][:300]))]
+    count, first = answer.get("unstored") or [0, None]
+    if count:   # y changed by something other than the kernel's stores: the kernel's result is unknown
+        return [Part(False, _m("not_stored_triton", case=text, index=first,
+                               count=_many(count, "개", "element", "elements")))]
     parts = []
     loads, stores = answer.get("loads"), answer.get("stores")
     if loads is not None:
-        ok = loads.get("x", 0) == rows * cols and stores.get("y", 0) == rows * cols
-        if loads.get("x", 0) > rows * cols and (answer.get("values") or {}).get("y"):
-            ok = False
-        parts.append(Part(ok, _m("softmax_traffic", case=text, want=rows * cols, loads=loads.get("x", 0),
+        ok = loads.get("x", 0) == rows * cols and stores.get("y", 0) == rows * cols and not loads.get("y")
+        shown = loads.get("x", 0) if not loads.get("y") else f"x {loads.get('x', 0)} + y {loads['y']}"
+        parts.append(Part(ok, _m("softmax_traffic", case=text, want=rows * cols, loads=shown,
                                  stores=stores.get("y", 0)),
                           label=_label(text, "한 번 읽고 한 번 쓰기", "read once, write once")))
     got = (answer.get("values") or {}).get("y") or []
@@ -584,7 +670,7 @@ def _softmax_score(case, answer, want) -> list[Part]:
                           label=_label(text, "값", "values")))
         return parts
     sums = [sum(got[r * cols:(r + 1) * cols]) for r in range(rows)] if len(got) == rows * cols else []
-    if sums and any(s < 0.999 for s in sums):
+    if block_for(cols) > cols and sums and any(s < 0.999 for s in sums):   # only where lanes are masked off
         parts.append(Part(False, _m("mistake.other_zero", case=text, total=min(sums)), mistake="other_zero",
                           label=_label(text, "값", "values")))
         return parts
@@ -632,10 +718,12 @@ def _copy_answer(learner, case) -> dict:
     _kernel(kernel)
     check_n = 1000
     record, (dst, src, *_rest) = device.execute(kernel, *copy_threads(check_n), _blank(check_n),
-                                                ints(case, "src", check_n))
+                                                ints(case, "src", check_n), names=("dst", "src"))
+    work = report(record, {"dst": dst}, {"src": check_n})
     copy = {"right": bool(np.array_equal(dst, src)), "error": record.error, "oob": bool(record.oob),
             "reads": sum(record.reads.values()), "writes": sum(record.writes.values()),
-            "sectors": record.sectors_per_request("src")}
+            "sectors": record.sectors_per_request("src"),
+            **{key: work[key] for key in ("most_reads", "most_writes", "unstored", "unread", "coverage")}}
     n, before = copy_elements(case), copy_calls
     if not device.SIMULATED:
         gbs = _number(measure(n))
@@ -712,7 +800,10 @@ def _copy_score(case, answer, want) -> list[Part]:
                   _m("copy_traffic", reads=copy.get("reads"), writes=copy.get("writes"), sectors=copy.get("sectors")),
                   label=_label("copy_kernel", "트래픽", "traffic"))]
     measured, timed = (_copy_virtual if first.get("simulated") else _copy_on_gpu)(case, answer, rounds)
-    return parts + timed if measured else timed   # numbers nobody watched being measured: worth nothing
+    shown = (parts + timed if measured else timed)   # numbers nobody watched being measured: worth nothing
+    # the timing of a copy kernel that raised, or whose threads did not each copy their element, is worth nothing
+    work = parts[0] if copy.get("error") and measured else _work_part("copy_kernel", copy, reads=1, writes=1)
+    return _gate(shown + ([] if work in shown else [work]), [work])
 
 
 def _copy_virtual(case, answer, rounds) -> tuple[bool, list[Part]]:

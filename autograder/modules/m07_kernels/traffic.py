@@ -3,8 +3,12 @@
 :func:`trace` runs a ``@cuda.jit`` kernel on the simulator (also where a real GPU runs it: the simulator takes
 the kernel's Python function) with every array argument wrapped, and returns a :class:`Trace`:
 
-- **global traffic**: element reads and writes per array (an atomic counts as one read and one write), and
-  accesses out of bounds (which NumPy would wrap or raise, and a GPU would not report);
+- **global traffic**: element reads and writes per array and per element (an atomic counts as one read and
+  one write), the reads and the writes of the thread that did the most, and accesses out of bounds (which NumPy
+  would wrap or raise, and a GPU would not report);
+- **the kernel's own stores**: the elements of each array whose value after the launch is not what the kernel's
+  stores left there (something other than the kernel changed them). A kernel reaches an array's values only
+  by indexing it (:class:`Traced`);
 - **coalescing**: the 32-byte sectors each warp's request touches (the k-th access of one source line by the 32
   threads of a warp is one request, as on the GPU): 4 sectors per request for 32 consecutive float32 values;
 - **shared memory and barriers**: the shared reads of the thread that read the most (one thread adding up a
@@ -19,7 +23,8 @@ the kernel's Python function) with every array argument wrapped, and returns a :
   are in the same block and a barrier separates them (nothing orders different blocks within a launch).
 
 :func:`trace_triton` counts the elements a Triton kernel loads and stores per tensor on the interpreter, and
-stops a masked-off-by-mistake access outside every tensor before it happens.
+stops an access outside every tensor before it happens; it also counts the accesses just past a tensor's end
+(where a missing mask leads) and the elements not as the kernel's ``tl.store`` left them.
 """
 from __future__ import annotations
 
@@ -76,6 +81,10 @@ class Trace:
     requests: Counter = field(default_factory=Counter)   # array -> warp requests
     sectors: Counter = field(default_factory=Counter)    # array -> 32-byte sectors over all its requests
     written: dict = field(default_factory=dict)          # array -> writes per element (ndarray of counts)
+    read: dict = field(default_factory=dict)             # array -> reads per element (ndarray of counts)
+    unstored: dict = field(default_factory=dict)         # array -> flat indices not as the kernel's stores left them
+    most_reads: tuple | None = None    # (global reads, block, thread) of the thread that read the most elements
+    most_writes: tuple | None = None   # (global writes, block, thread) of the thread that wrote the most
     error: str | None = None                              # what the kernel raised, if anything
     skipped_barrier: tuple | None = None   # (block, thread, barriers it passed, barriers others of its block passed)
 
@@ -98,6 +107,8 @@ class _Recorder:
         self.shared: list = []   # shared: (key, flat, write, atomic, block, thread, phase)
         self.oob: list = []
         self.barriers: dict = {}  # (block, thread) -> barriers passed (threads that never reached one: absent)
+        self.stored: dict = {}    # global array -> its values as the kernel's stores left them
+        self.storing = threading.Lock()
 
     def who(self) -> tuple:
         """(block, thread, state) of the calling simulator thread; state holds its phase and counters."""
@@ -109,61 +120,86 @@ class _Recorder:
 
 
 class Traced:
-    """An array as a kernel sees it, recording every element it reads and writes."""
+    """An array as a kernel sees it, recording every element it reads and writes.
+
+    The array behind it is no attribute: its methods hold it, so a kernel reaches the values only by indexing,
+    which is recorded. A row or a slice is a traced view, as on a GPU, where a kernel cannot hand an array to
+    NumPy or do arithmetic on it (``np.asarray`` of one raises): its elements are read one index at a time,
+    each recorded. Each store of a global array also
+    goes to the recorder's copy of that array (:attr:`_Recorder.stored`): after the launch, an element whose
+    value differs from what the kernel's stores left there was changed by something else."""
+
+    __slots__ = ("shape", "ndim", "size", "dtype", "_name", "_space", "_read", "_write")
 
     def __init__(self, data: np.ndarray, name: str, rec: _Recorder, space: str = "global",
                  flat: np.ndarray | None = None, key: Any = None):
-        self._data, self._name, self._rec, self._space = data, name, rec, space
-        self._flat = np.arange(data.size).reshape(data.shape) if flat is None else flat
-        self._key = name if key is None else key
+        flat = np.arange(data.size).reshape(data.shape) if flat is None else flat
+        key = name if key is None else key
         self.shape, self.ndim, self.size, self.dtype = data.shape, data.ndim, data.size, data.dtype
+        self._name, self._space = name, space
+        stored = rec.stored.get(key) if space == "global" else None
+
+        def read(idx):
+            where = self._where(idx, flat, rec, False)
+            if isinstance(where, np.ndarray):   # a row or a slice: a view, traced on use
+                return Traced(data[idx], name, rec, space, where, key)
+            _record(rec, key, space, where, False)
+            return data[idx]
+
+        def write(idx, value) -> None:
+            where = self._where(idx, flat, rec, True)
+            with rec.storing:   # the store and its copy together, even when two threads race to one element
+                data[idx] = value
+                if stored is not None:
+                    stored.flat[where] = data[idx]
+            _record(rec, key, space, where, True)
+
+        self._read, self._write = read, write
 
     def __len__(self) -> int:
-        return len(self._data)
+        return self.shape[0]
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError(f"a kernel cannot turn the array {self._name} into a NumPy array (a GPU has no NumPy): "
+                        "index its elements")
 
     def __repr__(self) -> str:
         return f"<{self._space} array {self._name} {self.shape} {self.dtype}>"
 
-    def _where(self, idx, write: bool):
+    def __getitem__(self, idx):
+        return self._read(idx)
+
+    def __setitem__(self, idx, value) -> None:
+        self._write(idx, value)
+
+    def _where(self, idx, flat: np.ndarray, rec: _Recorder, write: bool):
         parts = idx if isinstance(idx, tuple) else (idx,)
         for d, i in enumerate(parts):
             if isinstance(i, (int, np.integer)) and not isinstance(i, bool) and (d >= self.ndim or not 0 <= i < self.shape[d]):
-                block, thread, _ = self._rec.who()
+                block, thread, _ = rec.who()
                 shown = tuple(int(p) if isinstance(p, (int, np.integer)) else p for p in parts)
-                self._rec.oob.append((self._name, shown, "write" if write else "read", block, thread))
+                rec.oob.append((self._name, shown, "write" if write else "read", block, thread))
                 raise OutOfBounds(f"{'write' if write else 'read'} {self._name}{list(shown)} outside {self.shape}")
-        return self._flat[idx]
+        return flat[idx]
 
-    def _record(self, flat, write: bool) -> None:
-        block, thread, state = self._rec.who()
-        atomic = state["atomic"]
-        if atomic and not write:   # the simulator's atomics read twice (old value, then +=): one load on a GPU
-            if state["atomic_read"]:
-                return
-            state["atomic_read"] = True
-        for f in ((int(flat),) if isinstance(flat, (int, np.integer)) else np.ravel(flat).tolist()):
-            if self._space == "global":
-                line = sys._getframe(2).f_lineno
-                seen = state["seen"]
-                occurrence = seen[(self._key, line, write)]
-                seen[(self._key, line, write)] = occurrence + 1
-                self._rec.events.append((self._key, f, write, atomic, block, thread, state["phase"], line, occurrence))
-            else:
-                self._rec.shared.append((self._key, f, write, atomic, block, thread, state["phase"]))
 
-    def __getitem__(self, idx):
-        flat = self._where(idx, False)
-        value = self._data[idx]
-        if isinstance(flat, np.ndarray) and all(isinstance(p, (int, np.integer)) for p in
-                                                 (idx if isinstance(idx, tuple) else (idx,))):
-            return Traced(value, self._name, self._rec, self._space, flat, self._key)  # a row: traced on use
-        self._record(flat, False)
-        return value
-
-    def __setitem__(self, idx, value) -> None:
-        flat = self._where(idx, True)
-        self._record(flat, True)
-        self._data[idx] = value
+def _record(rec: _Recorder, key: Any, space: str, flat, write: bool) -> None:
+    """One access by the calling thread: each element it touches, with the source line it came from."""
+    block, thread, state = rec.who()
+    atomic = state["atomic"]
+    if atomic and not write:   # the simulator's atomics read twice (old value, then +=): one load on a GPU
+        if state["atomic_read"]:
+            return
+        state["atomic_read"] = True
+    for f in ((int(flat),) if isinstance(flat, (int, np.integer)) else np.ravel(flat).tolist()):
+        if space == "global":
+            line = sys._getframe(3).f_lineno
+            seen = state["seen"]
+            occurrence = seen[(key, line, write)]
+            seen[(key, line, write)] = occurrence + 1
+            rec.events.append((key, f, write, atomic, block, thread, state["phase"], line, occurrence))
+        else:
+            rec.shared.append((key, f, write, atomic, block, thread, state["phase"]))
 
 
 # ---------------------------------------------------------------- the simulator, instrumented
@@ -261,14 +297,16 @@ def argument_names(kernel: Any, count: int) -> list[str]:
     return names + [f"arg{i}" for i in range(len(names), count)]
 
 
-def trace(kernel: Any, grid, block, *args) -> Trace:
-    """Run ``kernel[grid, block](*args)`` on the simulator, NumPy arrays in place, and record what it did."""
+def trace(kernel: Any, grid, block, *args, names: tuple | None = None) -> Trace:
+    """Run ``kernel[grid, block](*args)`` on the simulator, NumPy arrays in place, and record what it did.
+    ``names``: the arguments' names in the record (by default the kernel's own parameter names)."""
     fn = python_function(kernel)
     grid3, block3 = _dims(grid), _dims(block)
-    names = argument_names(kernel, len(args))
+    names = list(names) if names is not None else argument_names(kernel, len(args))
     sim_kernel, Module = _module_class()
     with _LOCK:
         rec = _Recorder(grid3, block3)
+        rec.stored = {names[i]: np.copy(a) for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim > 0}
         wrapped = [Traced(a, names[i], rec) if isinstance(a, np.ndarray) and a.ndim > 0 else a
                    for i, a in enumerate(args)]
         original = sim_kernel.FakeCUDAModule
@@ -281,11 +319,19 @@ def trace(kernel: Any, grid, block, *args) -> Trace:
         finally:
             _ACTIVE.pop()
             sim_kernel.FakeCUDAModule = original
-    out = Trace(grid=grid3, block=block3, oob=list(rec.oob), error=error)
+    out = Trace(grid=grid3, block=block3, oob=list(rec.oob), error=error,
+                unstored={name: np.flatnonzero(_changed(args[names.index(name)], kept))
+                          for name, kept in rec.stored.items()})
     _count(out, rec, {names[i]: a for i, a in enumerate(args) if isinstance(a, np.ndarray)})
     out.races = _races(rec)
     out.skipped_barrier = None if error else _skipped_barrier(rec)
     return out
+
+
+def _changed(now: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """Where ``now`` differs from ``kept`` (NaN equal to NaN), flat."""
+    same = (now == kept) | (np.isnan(now) & np.isnan(kept)) if now.dtype.kind in "fc" else now == kept
+    return ~np.ravel(same)
 
 
 def _skipped_barrier(rec: _Recorder) -> tuple | None:
@@ -305,19 +351,22 @@ def _skipped_barrier(rec: _Recorder) -> tuple | None:
 def _count(out: Trace, rec: _Recorder, arrays: dict) -> None:
     requests = defaultdict(set)
     written = {name: np.zeros(a.shape, dtype=np.int64) for name, a in arrays.items()}
+    read = {name: np.zeros(a.shape, dtype=np.int64) for name, a in arrays.items()}
+    by_thread = {False: Counter(), True: Counter()}
     for name, flat, write, atomic, block, thread, _, line, occurrence in rec.events:
         (out.writes if write else out.reads)[name] += 1
+        by_thread[write][(block, thread)] += 1
         if atomic and write:
             out.atomics[name] += 1
-        if write:
-            written[name].flat[flat] += 1
+        (written if write else read)[name].flat[flat] += 1
         if not atomic:
             linear = thread[0] + rec.block[0] * (thread[1] + rec.block[1] * thread[2])
             requests[(name, block, linear // WARP, line, write, occurrence)].add(flat * arrays[name].itemsize // SECTOR)
     for (name, *_), sectors in requests.items():
         out.requests[name] += 1
         out.sectors[name] += len(sectors)
-    out.written = written
+    out.written, out.read = written, read
+    out.most_reads, out.most_writes = (_busiest(by_thread[w]) for w in (False, True))
     per_thread = Counter()
     for _, _, write, _, block, thread, _ in rec.shared:
         if write:
@@ -325,10 +374,16 @@ def _count(out: Trace, rec: _Recorder, arrays: dict) -> None:
         else:
             out.shared_reads += 1
             per_thread[(block, thread)] += 1
-    if per_thread:
-        (block, thread), most = per_thread.most_common(1)[0]
-        out.shared_most = (most, block, thread)
+    out.shared_most = _busiest(per_thread)
     out.barriers = max(rec.barriers.values(), default=0)
+
+
+def _busiest(per_thread: Counter) -> tuple | None:
+    """(count, block, thread) of the thread with the highest count, or None."""
+    if not per_thread:
+        return None
+    (block, thread), most = per_thread.most_common(1)[0]
+    return most, block, thread
 
 
 def _races(rec: _Recorder, limit: int = 20) -> list[Race]:
@@ -399,29 +454,38 @@ class TritonTrace:
     loads: Counter = field(default_factory=Counter)    # tensor name -> elements loaded
     stores: Counter = field(default_factory=Counter)   # tensor name -> elements stored
     outside: list = field(default_factory=list)         # (load/store, byte address) outside every tensor
+    strays: Counter = field(default_factory=Counter)    # (load/store, tensor name) -> accesses fewer than ``past``
+                                                        # bytes past that tensor's end (maybe inside another)
+    unstored: dict = field(default_factory=dict)        # tensor name -> flat indices not as the stores left them
     error: str | None = None
 
 
 @contextmanager
-def _triton_hooks(tensors: dict, record: TritonTrace):
-    """Count masked loads and stores per tensor on the interpreter; refuse an access outside every tensor."""
+def _triton_hooks(tensors: dict, record: TritonTrace, stored: dict, past: int):
+    """Count masked loads and stores per tensor on the interpreter, and the accesses just past a tensor's end;
+    keep each stored value in ``stored``; refuse an access outside every tensor."""
     from triton.runtime import interpreter
 
     builder = interpreter.interpreter_builder
-    ranges = [(name, t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for name, t in tensors.items()]
+    ranges = [(name, t.data_ptr(), t.data_ptr() + t.numel() * t.element_size(), t.element_size())
+              for name, t in tensors.items()]
 
-    def account(kind: str, ptrs, mask, counter: Counter) -> None:
+    def account(kind: str, ptrs, mask, counter: Counter, value=None) -> None:
         addresses = np.asarray(ptrs.data).astype(np.uint64)
         live = np.broadcast_to(np.asarray(mask.data, dtype=bool), addresses.shape)
         chosen = addresses[live]
+        values = None if value is None else np.broadcast_to(np.asarray(value.data), addresses.shape)[live]
         inside = np.zeros(chosen.shape, dtype=bool)
-        for name, lo, hi in ranges:
+        for name, lo, hi, size in ranges:
             hit = (chosen >= lo) & (chosen < hi)
             counter[name] += int(hit.sum())
+            record.strays[(kind, name)] += int(((chosen >= hi) & (chosen < hi + past)).sum())
+            if values is not None:
+                stored[name][((chosen[hit] - lo) // size).astype(np.int64)] = values[hit]
             inside |= hit
         if not inside.all():
             record.outside.append((kind, int(chosen[~inside][0])))
-            raise OutOfBounds(f"{kind} outside every tensor (mask?)")
+            raise OutOfBounds(f"{kind} outside every tensor")
 
     load, store = builder.create_masked_load, builder.create_masked_store
 
@@ -430,7 +494,7 @@ def _triton_hooks(tensors: dict, record: TritonTrace):
         return load(ptrs, mask, other, *rest)
 
     def masked_store(ptrs, value, mask, *rest):
-        account("store", ptrs, mask, record.stores)
+        account("store", ptrs, mask, record.stores, value)
         return store(ptrs, value, mask, *rest)
 
     builder.create_masked_load, builder.create_masked_store = masked_load, masked_store
@@ -440,13 +504,19 @@ def _triton_hooks(tensors: dict, record: TritonTrace):
         del builder.create_masked_load, builder.create_masked_store
 
 
-def trace_triton(launch, tensors: dict) -> TritonTrace:
-    """Run ``launch()`` (a Triton launch on CPU tensors, interpreted) and count its traffic per named tensor."""
+def trace_triton(launch, tensors: dict, past: int = 0) -> TritonTrace:
+    """Run ``launch()`` (a Triton launch on CPU tensors, interpreted) and count its traffic per named tensor;
+    an access fewer than ``past`` bytes past a tensor's end is a stray of that tensor (also where another tensor
+    begins there: which tensor a pointer came from, only the kernel knows). Afterwards, the elements
+    whose values differ from what the kernel's stores left there are :attr:`TritonTrace.unstored`."""
     record = TritonTrace()
+    stored = {name: t.detach().numpy().ravel().copy() for name, t in tensors.items()}
     with _LOCK:
         try:
-            with _triton_hooks(tensors, record):
+            with _triton_hooks(tensors, record, stored, past):
                 launch()
         except Exception as exc:  # the learner's kernel may raise anything: the trace says what
             record.error = f"{type(exc).__name__}: {exc}"[:400]
+    record.unstored = {name: np.flatnonzero(_changed(t.detach().numpy().ravel(), stored[name]))
+                       for name, t in tensors.items()}
     return record
