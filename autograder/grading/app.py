@@ -172,18 +172,19 @@ def _roster(args):
 def _collect(args):
     from .collect import from_exchange, from_folder, refusal_log, summary
     from .deadlines import parse_time
+    from .safetext import shown
     course = _course(args)
     if args.folder is None:
         done = from_exchange(course, args.assignment)
     else:
         at = parse_time(args.received_at) if args.received_at else None
         done = from_folder(course, args.assignment, args.folder, at)
-    for item in done:
+    for item in done:  # entry names are the submitters': shown with their control characters escaped
         mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
-        why = item.why.text() if item.why is not None else ""
-        print(f"{mark} {item.student:<20} {item.source}  {why}".rstrip())
+        why = Message(shown(item.why.ko), shown(item.why.en)).text() if item.why is not None else ""
+        print(f"{mark} {shown(item.student):<20} {shown(item.source)}  {why}".rstrip())
         if item.note is not None:
-            print(f"   ⚠️ {item.note.text()}")
+            print(f"   ⚠️ {Message(shown(item.note.ko), shown(item.note.en)).text()}")
     print(summary(done).text())
     if any(item.problem for item in done):
         print(msg("grading.collect_refused_log", path=refusal_log(course, args.assignment)).text())
