@@ -62,12 +62,12 @@ def payloads(outputs: list) -> list:
 
 
 def _decode(payload):
-    """Checks display their record as JSON text (NaN-safe); anything unreadable is no record."""
+    """Checks display their record as JSON text (NaN-safe); anything unreadable (nested too deep) is no record."""
     if not isinstance(payload, str):
         return payload
     try:
         return json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
