@@ -109,7 +109,7 @@ class SandboxedExecute(Execute):
         resources = resources if resources is not None else {}
         self.timeout_func = self.cell_limit
         self._notebook = resources.get("nbgrader", {}).get("notebook", "")
-        self._current, self._sizes, self._cut = None, {}, set()
+        self._current, self._sizes, self._cut, self._unreadable = None, {}, set(), set()
         self._run = Path(tempfile.mkdtemp(prefix="aihw-"))  # short: Unix socket paths are limited to ~100 bytes
         folder = resources.setdefault("metadata", {}).get("path") or os.getcwd()
         self._workdir = private_copy(Path(folder), self._run / "work")
@@ -137,6 +137,8 @@ class SandboxedExecute(Execute):
             self._stop(nb, dog.reason, stopped)
         for index in sorted(self._cut):
             note(self.notes_file, self._notebook, msg("grading.output_cut", cell=index).en)
+        for index in sorted(self._unreadable):
+            note(self.notes_file, self._notebook, msg("grading.output_unreadable", cell=index).en)
         return nb, resources
 
     def create_kernel_manager(self):
@@ -187,6 +189,16 @@ class SandboxedExecute(Execute):
         return (grade_id, cell.source) if grade_id and cell.metadata["nbgrader"].get("grade") else None
 
     def output(self, outs, msg_, display_id, cell_index):
+        try:
+            return self._kept_output(outs, msg_, display_id, cell_index)
+        except RecursionError:  # nested too deep for the grader to read: dropped, said once in the cell
+            if cell_index not in self._unreadable:
+                self._unreadable.add(cell_index)
+                outs.append(NotebookNode(output_type="stream", name="stdout",
+                                         text=msg("grading.output_unreadable", cell=cell_index).text() + "\n"))
+            return None
+
+    def _kept_output(self, outs, msg_, display_id, cell_index):
         content = msg_.get("content", {})
         record = RECORD_MIME in content.get("data", {})
         key = (cell_index, record)  # answer records have their own, larger budget

@@ -73,7 +73,7 @@ def grade(job: Job) -> Outcome:
         cells = _cells(root / "gradebook.db", job.assignment)
         for name in job.course.notebooks(job.assignment):
             path = submitted / f"{name}.ipynb"
-            reason = admit(path, cells.get(name, set())) if path.exists() else \
+            reason = admit(path, cells.get(name)) if path.exists() else \
                 msg("grading.missing_notebook", name=path.name)
             if reason is not None:
                 outcome.notes.append(reason.en)
