@@ -262,3 +262,11 @@ def test_a_measurement_cell_is_stopped_at_its_own_limit(tmp_path):
                              limits=Limits(cell_s=60, notebook_s=300, memory_bytes=2**30, measurement_s=3))
     (row,) = export.rows(course, [ASSIGNMENT])
     assert outcome.error is None and row["score"] == 5 and "time limit (3 s)" in row["reason"], row
+
+
+def test_the_feedback_page_shows_reasons_with_control_characters_escaped():
+    from autograder.grading.feedback import _banner, _page
+    row = _table()[0]
+    page = _page("00_demo", "kim01", row)
+    assert "\x1b" not in page and "\u202e" not in page and "\\x1b[2K" in page
+    assert not _controls(_banner("00_demo", "kim01", row).en.replace("\n", ""))
