@@ -5,6 +5,8 @@ Cases marked ``isolation: true`` are attacks only the sandbox stops: where bubbl
 skipped. Run as root, one more test grades the corpus again as an unprivileged user (no cgroups there:
 the resource-limit path), in a subprocess.
 """
+import csv
+import glob
 import os
 import pwd
 import secrets
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,8 @@ CASES = corpus()
 ISOLATED = sandbox.available()
 GRADED = {name: case for name, case in CASES.items() if ISOLATED or not case.get("isolation")}
 SECRET = "AIHW-OTHER-CHECKOUT-" + secrets.token_hex(8)  # in another checkout of the course; must leak nowhere
+MARKER = "aihw-left-" + secrets.token_hex(6)  # `{marker}`: names what a submission leaves in its work folder
+REFUSED = {name for name, case in GRADED.items() if case.get("refused")}  # refused at collect: never graded
 USER = "aihw-grader"  # the unprivileged account of test_corpus_as_an_unprivileged_user
 AS_USER = "AIHW_CORPUS_AS_USER"  # set in that subprocess
 
@@ -97,7 +102,7 @@ def graded(tmp_path_factory):
     server.bind(("127.0.0.1", 0))
     server.listen()
     host, other = HostSockets(), other_checkout()
-    places = {"{other}": str(other), "{socket}": host.path, "{abstract}": host.abstract}
+    places = {"{other}": str(other), "{socket}": host.path, "{abstract}": host.abstract, "{marker}": MARKER}
     try:
         for name, case in GRADED.items():
             build(course, name, _placed(case, places), port=server.getsockname()[1])
@@ -126,10 +131,30 @@ def test_case_gets_its_score(graded, name):
 def test_nothing_is_lost(graded):
     """Every submission has exactly one row with a status, and the gradebook agrees with the outcomes."""
     course, outcomes, rows, _ = graded
-    assert sorted(rows) == sorted(GRADED) == [o.student for o in outcomes]
+    assert sorted(rows) == sorted(GRADED) and [o.student for o in outcomes] == sorted(set(GRADED) - REFUSED)
     assert all(row["status"] not in ("not graded", "missing") for row in rows.values())
+    assert all(row["status"] == "refused" for name, row in rows.items() if name in REFUSED)
     with Gradebook(course.gradebook_url, course.course_id) as gb:
-        assert {s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions} == set(GRADED)
+        assert {s.student.id for s in gb.find_assignment(ASSIGNMENT).submissions} == set(GRADED) - REFUSED
+
+
+def test_nothing_is_left_behind(graded):
+    """What submissions left in their work folders (a folder without permissions too) is gone after the batch."""
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), "aihw-*", "work", MARKER + "*"))
+
+
+def test_what_submissions_wrote_reaches_no_person_unneutralised(graded, tmp_path):
+    """The CSV and the terminal summary: no control character acts, no cell is a spreadsheet formula."""
+    course, _, rows, _ = graded
+    path = tmp_path / "grades.csv"
+    export.write(course, path, [ASSIGNMENT])
+    text = path.read_bytes().decode("utf-8").replace("\r\n", "")
+    assert not [c for c in text + export.summary(list(rows.values())).replace("\n", "")
+                if unicodedata.category(c) == "Cc"]
+    with open(path, encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            assert not any(row[k].startswith(("=", "+", "-", "@")) for k in export.COLUMNS if isinstance(row[k], str)
+                           and not k.endswith("score") and k != "late_penalty"), row
 
 
 def test_nothing_leaks_from_the_machine(graded):

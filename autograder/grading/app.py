@@ -48,6 +48,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--students", help="쉼표로 구분한 학번 (기본: 모든 제출물) / comma-separated ids (default: every submission)")
     p.add_argument("--workers", type=int, help="병렬 워커 수 (기본: 코어 수) / parallel workers (default: number of cores)")
     p.add_argument("--cell-timeout", type=int, help="셀당 초 (기본: Execute.timeout) / seconds per cell (default: Execute.timeout)")
+    p.add_argument("--measurement-timeout", type=int,
+                   help="측정 셀(장치 잠금을 쥠)당 초, 셀 한도보다 짧을 때 (기본: SandboxedExecute.measurement_timeout, 없으면 셀 한도) / "
+                        "seconds per measurement cell (it holds the device lock), when shorter than the cell limit "
+                        "(default: SandboxedExecute.measurement_timeout, else the cell limit)")
     p.add_argument("--notebook-timeout", type=float, default=1800, help="노트북당 초 (기본 1800) / seconds per notebook (default 1800)")
     p.add_argument("--memory-gb", type=float, default=4, help="제출물당 메모리 GiB (기본 4) / memory per submission in GiB (default 4)")
     p.add_argument("--scheduler", help="Dask 스케줄러 주소, 예: tcp://10.0.0.5:8786 — 제출물마다 작업 하나를 그 워커에서 채점 "
@@ -172,18 +176,19 @@ def _roster(args):
 def _collect(args):
     from .collect import from_exchange, from_folder, refusal_log, summary
     from .deadlines import parse_time
+    from .safetext import shown
     course = _course(args)
     if args.folder is None:
         done = from_exchange(course, args.assignment)
     else:
         at = parse_time(args.received_at) if args.received_at else None
         done = from_folder(course, args.assignment, args.folder, at)
-    for item in done:
+    for item in done:  # entry names are the submitters': shown with their control characters escaped
         mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
-        why = item.why.text() if item.why is not None else ""
-        print(f"{mark} {item.student:<20} {item.source}  {why}".rstrip())
+        why = Message(shown(item.why.ko), shown(item.why.en)).text() if item.why is not None else ""
+        print(f"{mark} {shown(item.student):<20} {shown(item.source)}  {why}".rstrip())
         if item.note is not None:
-            print(f"   ⚠️ {item.note.text()}")
+            print(f"   ⚠️ {Message(shown(item.note.ko), shown(item.note.en)).text()}")
     print(summary(done).text())
     if any(item.problem for item in done):
         print(msg("grading.collect_refused_log", path=refusal_log(course, args.assignment)).text())
@@ -196,7 +201,7 @@ def _grade(args):
     from .export import rows, summary
     from .worker import Limits
     course = _course(args)
-    limits = Limits(args.cell_timeout, args.notebook_timeout, int(args.memory_gb * 2**30))
+    limits = Limits(args.cell_timeout, args.notebook_timeout, int(args.memory_gb * 2**30), args.measurement_timeout)
     isolate = True if args.require_sandbox else False if args.no_sandbox else None
     students = args.students.split(",") if args.students else None
     graded = {o.student for o in grade_class(course, args.assignment, students, args.workers, limits, isolate,

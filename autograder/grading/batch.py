@@ -5,7 +5,6 @@ import ctypes
 import multiprocessing
 import os
 import secrets
-import shutil
 import signal
 import sqlite3
 import sys
@@ -26,7 +25,7 @@ from .generate import generate
 from .machine import graded_on
 from .merge import merge, write_record
 from .roster import id_problem
-from .scratch import template
+from .scratch import remove_tree, template
 from .worker import Job, Limits, Outcome, grade
 
 
@@ -97,7 +96,7 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
             print(msg("grading.gradebook_restored", backup=backup).text(), file=out)
         raise
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
     return sorted(outcomes, key=lambda o: o.student)
 
 
@@ -194,7 +193,7 @@ def _remove_stale_scratch(max_age_s: float = 86400) -> None:
             owner = (folder / OWNER).read_text(encoding="utf-8").split() if (folder / OWNER).is_file() else []
             gone = bool(owner) and _owner(int(owner[0])) != " ".join(owner)
             if gone or time.time() - info.st_mtime > max_age_s:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_tree(folder)
         except (OSError, ValueError):
             continue
 

@@ -184,8 +184,6 @@ def from_folder(course: Course, assignment: str, folder: Path, received_at: date
             if id_problem(student):
                 raise Refused(id_problem(student))
             files, stated = _read(folder, entry.name, assignment, notebooks, student)
-            if not files:
-                raise Refused(msg("grading.collect_no_notebook", name=entry.name))
             claimed = _stated_time(stated)
             replaced = _store(course, assignment, student, files, at.isoformat())
             note = _remember(course, assignment, student, entry.name, at, claimed, _disagrees(claimed, at, due),
@@ -255,14 +253,14 @@ def _read(folder: Path, name: str, assignment: str, notebooks: list[str], studen
         for path in (folder / base).iterdir():
             if path.name.endswith(".ipynb") and not path.name.startswith("."):
                 found[path.name] = lambda n=path.name: read_regular(folder, f"{base}/{n}")
-        return _pick(found, notebooks), stamp
+        return _pick(found, notebooks, name), stamp
     if name.endswith(".ipynb"):
         notebook = name[:-len(".ipynb")].partition("__")[2] or notebooks[0]
-        return _pick({f"{notebook}.ipynb": lambda: read_regular(folder, name)}, notebooks), stamp
+        return _pick({f"{notebook}.ipynb": lambda: read_regular(folder, name)}, notebooks, name), stamp
     if name.endswith(".zip"):
         files, manifest = _unzip(read_regular(folder, name, MAX_ZIP_BYTES), name)
         _check_manifest(manifest, name, student, assignment)
-        return _pick(files, notebooks), manifest.get("timestamp")
+        return _pick(files, notebooks, name), manifest.get("timestamp")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFile(msg("grading.unsafe_file", name=name, kind="special file"))
     raise Refused(msg("grading.unknown_entry", name=name))
@@ -275,14 +273,22 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
-def _pick(found: dict, notebooks: list[str]) -> dict[str, bytes]:
+def _pick(found: dict, notebooks: list[str], name: str) -> dict[str, bytes]:
     """The assignment's notebooks among ``found`` (name -> bytes, or a function reading them); a single
-    notebook with another name is the assignment's only notebook. Nothing else is read."""
+    notebook with another name is the assignment's only notebook. Nothing else is read. :class:`Refused`
+    when none is there, saying what is (several notebooks of other names, notebooks deeper in folders)."""
     wanted = [f"{n}.ipynb" for n in notebooks]
     top = [n for n in found if "/" not in n and n.endswith(".ipynb")]
     if len(wanted) == 1 and len(top) == 1 and top[0] not in wanted:
         found = {wanted[0]: found[top[0]]}
-    return {n: (found[n]() if callable(found[n]) else found[n]) for n in wanted if n in found}
+    picked = {n: (found[n]() if callable(found[n]) else found[n]) for n in wanted if n in found}
+    if picked:
+        return picked
+    others = sorted(n for n in found if n.endswith(".ipynb"))
+    if not others:
+        raise Refused(msg("grading.collect_no_notebook", name=name))
+    listed = ", ".join(others[:5]) + (f", ... ({len(others)})" if len(others) > 5 else "")
+    raise Refused(msg("grading.collect_other_notebooks", name=name, found=listed[:300], wanted=", ".join(wanted)))
 
 
 def _check_manifest(manifest: dict, name: str, student: str, assignment: str) -> None:

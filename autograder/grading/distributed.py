@@ -33,7 +33,8 @@ from typing import Iterator
 
 from ..i18n import msg
 from .course import Course, GradingError
-from .scratch import TIMESTAMP, MAX_FILE_BYTES, UnsafeFile, make_folder, read_regular, source_files, write_new
+from .scratch import (TIMESTAMP, MAX_FILE_BYTES, UnsafeFile, make_folder, read_regular, remove_tree, source_files,
+                      write_new)
 from .worker import Job, Outcome
 
 DEVICE = "device"  # the worker resource a measurement submission asks for (``dask worker --resources device=1``)
@@ -276,9 +277,9 @@ def _grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dic
                 continue
     outcome.notes[:0] = list(spec.get("refused") or [])
     outcome.seconds = round(time.monotonic() - start, 2)
-    shutil.rmtree(scratch / "students" / student, ignore_errors=True)
+    remove_tree(scratch / "students" / student)
     (scratch / "students" / f"{student}.notes.jsonl").unlink(missing_ok=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    remove_tree(folder)
     data = dataclasses.asdict(outcome)
     data["autograded"] = ""
     return {"outcome": data, "notebooks": notebooks, "graded_on": hardware.result(), "machine": socket.gethostname(),
@@ -329,7 +330,7 @@ def _remove_stale(here: Path, current: str) -> None:
         try:
             if folder.name != current and folder.is_dir() and not folder.is_symlink() \
                     and time.time() - folder.stat().st_mtime > STALE_S:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_tree(folder)
         except OSError:
             continue
 
@@ -338,4 +339,4 @@ def cleanup(token: str) -> None:
     """Remove this batch's folder on this machine (run on every worker when the batch ends)."""
     if "/" in token or token in ("", ".", ".."):
         return
-    shutil.rmtree(base() / token, ignore_errors=True)
+    remove_tree(base() / token)

@@ -4,7 +4,8 @@ Columns (see docs/instructor.md): the roster's name and email, the raw score, th
 the net score (``score``), one column per task (``task:<grade cell>``), the due date and the time
 the submission was received, a status and the reason in Korean and in English. UTF-8, with a
 byte-order mark on request (spreadsheets then read Hangul right). Written by default to
-``instructor/grades-<date>.csv`` (ignored by git).
+``instructor/grades-<date>.csv`` (ignored by git). Every text cell is shown safely (``safetext``):
+control characters escaped, a leading ``= + - @`` quoted so that no spreadsheet runs it as a formula.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from .deadlines import apply_penalties, duration, plugin, show, time_note
 from .merge import load_record
 from .reasons import join
 from .roster import id_problem
+from .safetext import shown, spreadsheet
 
 COLUMNS = ["assignment", "student_id", "first_name", "last_name", "email", "raw_score", "late_penalty", "score",
            "max_score", "due", "submitted_at", "late_by", "status", "reason_ko", "reason_en", "graded_on", "isolated"]
@@ -60,7 +62,7 @@ def write(course: Course, path: Path | None = None, assignments: list[str] | Non
     with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as handle:
         writer = csv.DictWriter(handle, COLUMNS[:9] + tasks + COLUMNS[9:], extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(table)
+        writer.writerows({k: spreadsheet(shown(v)) if isinstance(v, str) else v for k, v in r.items()} for r in table)
     return len(table)
 
 
@@ -123,8 +125,9 @@ def _row(gb, course: Course, assignment, student: str, person, late_plugin) -> d
 
 
 def _with_reason(row: dict, reasons: list) -> dict:
+    """The row with its reasons, each language on one line with no control character acting (``shown``)."""
     both = join(reasons)
-    return {**row, "reason": both.en, "reason_en": both.en, "reason_ko": both.ko}
+    return {**row, "reason": shown(both.en), "reason_en": shown(both.en), "reason_ko": shown(both.ko)}
 
 
 def refused_students(course: Course, assignment: str) -> set[str]:
@@ -171,7 +174,7 @@ def student_reasons(course: Course, assignment: str, student: str) -> dict | Non
 
 
 def summary(table: list[dict]) -> str:
-    """A per-student table for the terminal."""
+    """A per-student table for the terminal (nothing in it moves the cursor or recolours: ``shown``)."""
     from ..i18n import get_language
     lang = get_language()
     lines = [f"{'student':<20} {'score':>13}  {'status':<22} reason"]
@@ -179,5 +182,5 @@ def summary(table: list[dict]) -> str:
         score = f"{r['score']:g}/{r['max_score']:g}"
         reason = r["reason_ko"] if lang == "ko" else r["reason_en"] if lang == "en" else \
             " / ".join(dict.fromkeys(x for x in (r["reason_ko"], r["reason_en"]) if x))
-        lines.append(f"{r['student_id']:<20} {score:>13}  {r['status']:<22} {reason[:200]}")
+        lines.append(shown(f"{r['student_id']:<20} {score:>13}  {r['status']:<22} {reason[:200]}"))
     return "\n".join(lines)

@@ -16,8 +16,9 @@ import nbformat
 from ..i18n import Message, msg
 
 
-def admit(path: Path) -> Message | None:
-    """Make ``path`` readable by nbgrader (or delete it); the reason, or None if it was fine."""
+def admit(path: Path, cells: set[str] | None = None) -> Message | None:
+    """Make ``path`` readable by nbgrader (or delete it); the reason, or None if it was fine.
+    ``cells``: the grade ids of the assignment's notebook (nbgrader stops on a graded cell it does not know)."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(raw, dict) or not isinstance(raw.get("cells", []), list):
@@ -37,7 +38,7 @@ def admit(path: Path) -> Message | None:
         with warnings.catch_warnings():  # nbformat warns as it repairs duplicate cell ids
             warnings.simplefilter("ignore")
             nb = nbformat.reads(json.dumps(raw), as_version=4)
-        fixed = _repair_ids(nb) | _repair_grade_ids(nb) | _repair_cells(nb)
+        fixed = _repair_ids(nb) | _repair_grade_ids(nb) | _repair_foreign_cells(nb, cells) | _repair_cells(nb)
     except (OSError, ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
         path.unlink(missing_ok=True)
         return msg("grading.unreadable", name=path.name, error=(str(exc) or type(exc).__name__).splitlines()[0][:120])
@@ -87,6 +88,20 @@ def _repair_grade_ids(nb) -> set[str]:
             del cell.metadata["nbgrader"]
             fixed.add("duplicated graded cells")
     return fixed
+
+
+def _repair_foreign_cells(nb, cells: set[str] | None) -> set[str]:
+    """A cell marked for nbgrader (graded, a solution, locked) that is none of the assignment's cells runs
+    as an ordinary cell: its nbgrader metadata is removed (its points would count for nothing; nbgrader
+    would stop on it)."""
+    from nbgrader import utils
+    foreign = []
+    for cell in nb.cells if cells is not None else []:
+        marked = utils.is_grade(cell) or utils.is_solution(cell) or utils.is_locked(cell) or utils.is_task(cell)
+        if marked and cell.metadata["nbgrader"].get("grade_id") not in cells:
+            foreign.append(str(cell.metadata["nbgrader"].get("grade_id"))[:40])
+            del cell.metadata["nbgrader"]
+    return {f"cells marked for grading that are not the assignment's ({', '.join(foreign)})"} if foreign else set()
 
 
 def _repair_cells(nb) -> set[str]:

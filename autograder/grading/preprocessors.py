@@ -22,9 +22,11 @@ from ..checks.expected import HIDDEN_ENV
 from ..checks.referee import SOCKET_ENV
 from ..reference import MEMORY_LIMIT_ENV
 from ..i18n import msg
+from ..lesson_save import KERNELSPEC
 from . import records, sandbox
 from .kernel import SandboxedKernelManager, kernel_env
 from .referee import RefereeServer
+from .scratch import remove_tree
 from .watchdog import Watchdog
 
 
@@ -100,11 +102,14 @@ class SandboxedExecute(Execute):
     notebook_timeout = Float(1800, help="Wall time of the whole notebook, seconds.").tag(config=True)
     max_output_bytes = Integer(2**20, help="Output kept per cell (answer records: 16 times this).").tag(config=True)
     notes_file = Unicode("", help="JSON lines of what happened, for the export.").tag(config=True)
+    measurement_timeout = Integer(0, help="Time limit of a cell that measures (it holds the device lock), seconds, "
+                                  "when shorter than the cell limit; 0: the cell limit.").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
+        self.timeout_func = self.cell_limit
         self._notebook = resources.get("nbgrader", {}).get("notebook", "")
-        self._current, self._sizes, self._cut = None, {}, set()
+        self._current, self._sizes, self._cut, self._unreadable = None, {}, set(), set()
         self._run = Path(tempfile.mkdtemp(prefix="aihw-"))  # short: Unix socket paths are limited to ~100 bytes
         folder = resources.setdefault("metadata", {}).get("path") or os.getcwd()
         self._workdir = private_copy(Path(folder), self._run / "work")
@@ -120,21 +125,24 @@ class SandboxedExecute(Execute):
                     nb, resources = super().preprocess(nb, resources, km=km)
                 except CellTimeoutError:  # a cell ignored the interrupt after its time limit
                     stopped = "cell"
+                except RecursionError:  # a message nested too deep to read: the grader's limit, not the kernel's death
+                    stopped = "output"
                 except Exception as exc:  # the kernel died or never started: keep what ran
                     stopped = f"{type(exc).__name__}: {exc}".splitlines()[0]
             resources["metadata"]["path"] = folder
             resources[OBSERVED] = judge.observed()
         finally:
-            shutil.rmtree(self._run, ignore_errors=True)
+            remove_tree(self._run)  # a folder the kernel left mode 000 too
         if dog.reason or stopped:
             self._stop(nb, dog.reason, stopped)
         for index in sorted(self._cut):
             note(self.notes_file, self._notebook, msg("grading.output_cut", cell=index).en)
+        for index in sorted(self._unreadable):
+            note(self.notes_file, self._notebook, msg("grading.output_unreadable", cell=index).en)
         return nb, resources
 
     def create_kernel_manager(self):
-        if not self.kernel_name:
-            self.kernel_name = self.nb.metadata.get("kernelspec", {}).get("name", "python3")
+        self.kernel_name = course_kernel(self.nb, self.kernel_name, self.notes_file, self._notebook)
         home = self._run / "home"
         home.mkdir()
         extra = {"COURSE_RECORD_ANSWERS": "1", "COURSE_GRADING_SEED": str(self.seed), "COURSE_NO_PROGRESS": "1",
@@ -148,9 +156,20 @@ class SandboxedExecute(Execute):
                                          prefix=prefix, env=kernel_env(str(home), extra))
         return self.km
 
+    def cell_limit(self, cell) -> int | None:
+        """A cell's time limit (nbclient's ``timeout_func``): a measurement cell's own limit where it is shorter,
+        so that a measurement cell stopped (or killed, if it ignores the interrupt) frees the device lock sooner."""
+        if self.measurement_timeout and measures(cell):
+            return min(self.timeout, self.measurement_timeout) if self.timeout and self.timeout > 0 \
+                else self.measurement_timeout
+        return self.timeout
+
     def preprocess_cell(self, cell, resources, index):
         """A cell whose trusted source runs a measurement check gets the device to itself: the grader takes
-        the device lock before the kernel starts the cell (the wait counts against no time limit)."""
+        the device lock before the kernel starts the cell (the wait counts against no time limit). A cell
+        stopped at its time limit shows that limit."""
+        why = msg("grading.cell_time_limit", limit=self.cell_limit(cell))
+        self.error_on_timeout = {**self.error_on_timeout, "evalue": why.en, "traceback": [why.text()]}
         if not (self.lock_file and measures(cell)):
             return super().preprocess_cell(cell, resources, index)
         began = time.monotonic()
@@ -170,6 +189,16 @@ class SandboxedExecute(Execute):
         return (grade_id, cell.source) if grade_id and cell.metadata["nbgrader"].get("grade") else None
 
     def output(self, outs, msg_, display_id, cell_index):
+        try:
+            return self._kept_output(outs, msg_, display_id, cell_index)
+        except RecursionError:  # nested too deep for the grader to read: dropped, said once in the cell
+            if cell_index not in self._unreadable:
+                self._unreadable.add(cell_index)
+                outs.append(NotebookNode(output_type="stream", name="stdout",
+                                         text=msg("grading.output_unreadable", cell=cell_index).text() + "\n"))
+            return None
+
+    def _kept_output(self, outs, msg_, display_id, cell_index):
         content = msg_.get("content", {})
         record = RECORD_MIME in content.get("data", {})
         key = (cell_index, record)  # answer records have their own, larger budget
@@ -193,8 +222,13 @@ class SandboxedExecute(Execute):
             why = msg("grading.stopped_processes", limit=sandbox.Quota().processes)
         elif reason == "disk":
             why = msg("grading.stopped_disk", limit=round(sandbox.Quota().disk_bytes / 2**30, 2))
+        elif detail == "cell" and self._current in self._cut:
+            why = msg("grading.stopped_output_flood", limit=self.cell_limit(nb.cells[self._current]))
         elif detail == "cell":
-            why = msg("grading.stopped_cell", limit=self.timeout)
+            why = msg("grading.stopped_cell", limit=self.cell_limit(nb.cells[self._current])
+                      if self._current is not None else self.timeout)
+        elif detail == "output":
+            why = msg("grading.stopped_output")
         else:
             why = msg("grading.stopped_kernel", detail=detail)
         note(self.notes_file, self._notebook, why.en)
@@ -203,6 +237,18 @@ class SandboxedExecute(Execute):
         if index is not None:
             nb.cells[index].outputs.append(NotebookNode(output_type="error", ename="ExecutionStopped",
                                                         evalue=why.text(), traceback=[why.text()]))
+
+
+def course_kernel(nb, configured: str, notes_file: str, notebook: str) -> str:
+    """The kernel every notebook is graded with: the course's (``configured``, else ``python3``), whatever
+    kernelspec the notebook names (another or a missing kernel); a different name is noted."""
+    used = configured or KERNELSPEC["name"]
+    spec = nb.metadata.get("kernelspec")
+    named = spec.get("name") if isinstance(spec, dict) else None
+    if named is not None and named != used:
+        note(notes_file, notebook, msg("grading.kernel_replaced", name=f"{notebook}.ipynb", named=str(named)[:64],
+                                       used=used).en)
+    return used
 
 
 class SaveRescoredGrades(SaveAutoGrades):

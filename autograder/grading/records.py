@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ..checks import task as find_task
 from ..checks.core import RECORD_MIME, CheckFailed, cases_for, fraction, report, score_records
 from ..i18n import msg
+from .safetext import shown
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Call:
 @dataclass(frozen=True)
 class Verdict:
     earned: float
-    text: str  # bilingual, for the feedback
+    text: str  # bilingual, for the feedback (control characters escaped: ``safetext.shown``)
     reason: str | None = None  # one line for the export when nothing valid was recorded
 
 
@@ -62,12 +63,12 @@ def payloads(outputs: list) -> list:
 
 
 def _decode(payload):
-    """Checks display their record as JSON text (NaN-safe); anything unreadable is no record."""
+    """Checks display their record as JSON text (NaN-safe); anything unreadable (nested too deep) is no record."""
     if not isinstance(payload, str):
         return payload
     try:
         return json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -96,7 +97,8 @@ def rescore(source: str, outputs: list, seed: int, max_points: float, observed: 
         worst = valid[shares.index(min(shares))]
         earned += call.points / total * min(shares)
         texts.append(_report(task.title, score_records(task, worst["records"]), call.points))
-    return Verdict(round(max_points * earned, 2), "\n".join(texts), "; ".join(reasons) or None)
+    shown_text = "\n".join(shown(line) for text in texts for line in text.split("\n"))  # answers: the submission's
+    return Verdict(round(max_points * earned, 2), shown_text, "; ".join(reasons) or None)
 
 
 def _valid(payload, call: Call, seed: int, expected: str) -> bool:

@@ -22,11 +22,14 @@ from .scratch import prepare
 
 @dataclass(frozen=True)
 class Limits:
-    """Per cell (None: the course's ``Execute.timeout``), per notebook, and memory of the kernel."""
+    """Per cell (None: the course's ``Execute.timeout``), per notebook, memory of the kernel, and per cell that
+    measures (it holds the device lock; None: the course's ``SandboxedExecute.measurement_timeout``, else the
+    cell limit)."""
 
     cell_s: int | None = None
     notebook_s: float = 1800.0
     memory_bytes: int = 4 * 2**30
+    measurement_s: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,11 @@ def grade(job: Job) -> Outcome:
         outcome.notes += [r.en for r in prepare(job.course, job.assignment, job.student, root,
                                                 Path(job.scratch) / "template.db")]
         submitted = root / "submitted" / job.student / job.assignment
+        cells = _cells(root / "gradebook.db", job.assignment)
         for name in job.course.notebooks(job.assignment):
             path = submitted / f"{name}.ipynb"
-            reason = admit(path) if path.exists() else msg("grading.missing_notebook", name=path.name)
+            reason = admit(path, cells.get(name)) if path.exists() else \
+                msg("grading.missing_notebook", name=path.name)
             if reason is not None:
                 outcome.notes.append(reason.en)
         outcome.timestamp = _received(submitted)  # nbgrader reads the same file; kept when nothing is graded
@@ -102,9 +107,9 @@ def _config(job: Job, root: Path, notes: Path):
     run.private_paths = [str(job.course.root), job.scratch, str(config.Exchange.get("root", "/srv/nbgrader/exchange"))]
     if job.limits.cell_s:
         run.timeout = job.limits.cell_s
-    limit = job.limits.cell_s or config.Execute.get("timeout") or SandboxedExecute.timeout.default_value
-    timed_out = msg("grading.cell_time_limit", limit=limit)  # what a cell stopped at its time limit shows
-    run.error_on_timeout = {"ename": TIMEOUT, "evalue": timed_out.en, "traceback": [timed_out.text()]}
+    if job.limits.measurement_s:
+        run.measurement_timeout = job.limits.measurement_s
+    run.error_on_timeout = {"ename": TIMEOUT, "evalue": "", "traceback": []}  # the text: SandboxedExecute
     config.Seal.notes_file = str(notes)
     config.SaveRescoredGrades.seed, config.SaveRescoredGrades.notes_file = job.seed, str(notes)
     return config
@@ -151,6 +156,12 @@ def seal(folder: Path) -> None:
                 os.unlink(path)
         dirs[:] = [d for d in dirs if os.path.isdir(os.path.join(parent, d))
                    and not os.path.islink(os.path.join(parent, d))]
+
+
+def _cells(db: Path, assignment: str) -> dict[str, set[str]]:
+    """The grade ids of each notebook of ``assignment`` in the scratch gradebook (the instructor's cells)."""
+    with Gradebook(f"sqlite:///{db}") as gb:
+        return {nb.name: {c.name for c in nb.source_cells} for nb in gb.find_assignment(assignment).notebooks}
 
 
 def _read_gradebook(outcome: Outcome, db: Path) -> None:
