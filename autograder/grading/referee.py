@@ -8,7 +8,10 @@ to the kernel: :meth:`observed` (by grade cell) is what the rescoring uses.
 
 The server only serves the check calls written in the trusted source of the
 running cell, at most ``task.rounds`` rounds per case. (The device lock is held
-around the whole cell by ``SandboxedExecute``, before the kernel runs it.)
+around the whole cell by ``SandboxedExecute``, before the kernel runs it.) While it
+takes a reference the kernel is frozen (:class:`~.watchdog.Frozen`): a reference
+during which a process of the kernel ran is taken again, and after ``TRIES`` such
+references the case is void (nothing observed: the task scores 0).
 """
 from __future__ import annotations
 
@@ -23,15 +26,19 @@ from ..checks import task as find_task
 from ..checks.core import cases_for
 from ..checks.referee import take_reference
 from . import records
+from .watchdog import Frozen
 
 MAX_LINE = 16 * 2**20  # one round's answer, as JSON
+TRIES = 3  # references taken while the kernel is frozen before a round in which it kept running is void
 
 
 class RefereeServer:
-    """``cell()`` -> (grade id, trusted source) of the running cell, or None."""
+    """``cell()`` -> (grade id, trusted source) of the running cell, or None; ``kernel()`` -> the kernel's pid
+    (None: nothing to freeze)."""
 
-    def __init__(self, path: Path, seed: int, cell: Callable[[], tuple[str, str] | None]):
-        self.path, self.seed, self.cell = Path(path), seed, cell
+    def __init__(self, path: Path, seed: int, cell: Callable[[], tuple[str, str] | None],
+                 kernel: Callable[[], int | None] = lambda: None):
+        self.path, self.seed, self.cell, self.kernel = Path(path), seed, cell, kernel
         self.observations: dict[str, dict[str, dict]] = {}  # grade id -> "task|case" -> {walls, reference}
 
     def __enter__(self) -> "RefereeServer":
@@ -88,7 +95,7 @@ class RefereeServer:
             return {"ok": False}
         case, rnd = request.get("case"), request.get("round")
         if not (isinstance(case, int) and isinstance(rnd, int) and 0 <= case < len(session["cases"])
-                and 0 <= rnd < session["task"].rounds):
+                and 0 <= rnd < session["task"].rounds) or case in session["void"]:
             return {"ok": False}
         seen = self.observations.setdefault(session["grade_id"], {}).setdefault(
             f"{session['task_id']}|{case}", {"walls": {}, "reference": {}, "rounds": {}})
@@ -97,11 +104,25 @@ class RefereeServer:
             return {"ok": True}
         if op == "finish" and session.get("started", (None, None))[:2] == (case, rnd):
             wall = time.perf_counter() - session.pop("started")[2]
+            reference = self._reference(session["task"], session["cases"][case], request.get("answer"))
+            if reference is VOID:
+                session["void"].add(case)
+                self.observations[session["grade_id"]].pop(f"{session['task_id']}|{case}")
+                return {"ok": False}
             seen["walls"][rnd] = wall
             seen["rounds"][rnd] = request.get("answer")  # the round's answer as sent then: the one that is scored
-            seen["reference"][rnd] = take_reference(session["task"], session["cases"][case], request.get("answer"))
+            seen["reference"][rnd] = reference
             return {"ok": True}
         return {"ok": False}
+
+    def _reference(self, task, case, answer):
+        """The reference, taken while no process of the kernel runs; ``VOID`` when one ran every time."""
+        for _ in range(TRIES):
+            with Frozen(self.kernel()) as kernel:
+                reference = take_reference(task, case, answer)
+                if not kernel.worked():
+                    return reference
+        return VOID
 
     def _begin(self, session: dict, task_id) -> dict:
         running = self.cell()
@@ -115,7 +136,8 @@ class RefereeServer:
         if not task.measurement:
             return {"ok": False}
         session.clear()
-        session.update(task_id=task_id, task=task, grade_id=grade_id, cases=cases_for(task, call.hidden, self.seed))
+        session.update(task_id=task_id, task=task, grade_id=grade_id, cases=cases_for(task, call.hidden, self.seed),
+                       void=set())
         for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")]:
             del self.observations[grade_id][key]  # a check run again starts afresh
         return {"ok": True}
@@ -126,6 +148,9 @@ class RefereeServer:
         return {grade_id: {key: {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
                            for key, v in tasks.items()}
                 for grade_id, tasks in self.observations.items()}
+
+
+VOID = object()  # a reference during which the kernel kept running
 
 
 def _ordered(by_round: dict) -> list:
