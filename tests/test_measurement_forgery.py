@@ -109,3 +109,95 @@ def test_constants_and_forged_records_earn_nothing(task_id):
     assert verdict.earned == 0, verdict.text
     text = " ".join(verdict.text.split())  # verdicts are wrapped to fit nbgrader validate
     assert "not measured" in text or "measured while the grader watched" in text, text
+
+
+# ---------------------------------------------------------------- simulated devices held by the grader (issue 31)
+DEBUG_SOURCE = 'check("m03.debug", copy_bandwidth_gbs, points=3, hidden=True)'
+
+
+@pytest.fixture
+def grader(tmp_path_factory, monkeypatch):
+    """The grader's referee serving a cell that runs m03.debug; the kernel (this process) reaches it by its socket."""
+    import tempfile
+    from pathlib import Path
+
+    from autograder.checks import referee
+    from autograder.grading.referee import RefereeServer
+    run = Path(tempfile.mkdtemp(prefix="dev-"))  # short: Unix socket paths are limited to ~100 bytes
+    monkeypatch.setenv(referee.SOCKET_ENV, str(run / "referee.sock"))
+    with RefereeServer(run / "referee.sock", SEED, lambda: ("debug", DEBUG_SOURCE)) as server:
+        yield server
+    import shutil
+    shutil.rmtree(run, ignore_errors=True)
+
+
+def _graded(server, learner, forge=None):
+    """(points of 3, the recorded payload's answers) for ``learner`` run as the kernel runs it while grading."""
+    from autograder.checks.core import collect
+    t = task("m03.debug")
+    cases = cases_for(t, True, SEED)
+    recs = collect(t, learner, cases, "m03.debug")
+    if forge:
+        recs = [forge(r) for r in recs]
+    payload = {"task": "m03.debug", "points": 3, "hidden": True, "seed": SEED, "records": recs}
+    out = [{"output_type": "display_data", "data": {RECORD_MIME: json.dumps(payload)}, "metadata": {}}]
+    return rescore(DEBUG_SOURCE, out, SEED, 3, server.observed().get("debug", {})), recs
+
+
+def test_the_grader_holds_the_simulated_device_and_draws_its_speeds(grader):
+    from course_answers.m03_memory_hierarchy import copy_bandwidth_gbs
+    verdict, recs = _graded(grader, copy_bandwidth_gbs)
+    assert verdict.earned == 3, verdict.text
+    assert all(r["answer"]["observed"] is None for r in recs)  # the kernel saw no speed and no report
+    seen = grader.observed()["debug"]
+    for i, r in enumerate(recs):
+        drawn, given = seen[f"m03.debug|{i}"]["device"]["hbm_gbs"], r["case"]["device"]["hbm_gbs"]
+        assert 0.74 * given <= drawn <= 0.96 * given  # drawn for this grading: the case's figure is 5 % off or more
+        assert r["answer"]["gbs"] == pytest.approx(drawn, rel=0.02)
+
+
+def test_the_device_speeds_cannot_be_read_in_the_kernel(grader):
+    def read_rates(dev):
+        return dev._rates[0] / 1e9
+    verdict, recs = _graded(grader, read_rates)
+    assert verdict.earned == 0 and all("AttributeError" in r["error"] for r in recs)
+
+    def copy_the_case(dev):  # the figure of the case (or the exercise) without measuring
+        from course_answers.m03_memory_hierarchy import copy_bandwidth_gbs
+        copy_bandwidth_gbs(dev)
+        spec = next(c["device"] for c in cases_for(task("m03.debug"), True, SEED) if c["device"]["name"] == dev.name)
+        return spec["hbm_gbs"]
+    verdict, _ = _graded(grader, copy_the_case)
+    assert verdict.earned == 0, verdict.text
+
+
+def test_a_forged_report_earns_nothing(grader):
+    """The kernel's record says a sound measurement was made; the grader's device saw none."""
+    def forge(record):
+        case = record["case"]["device"]
+        report = {"copies": 40, "synchronizes": 8, "clock_reads": 12, "clock_reads_while_busy": 0,
+                  "largest_copy_bytes": 4 * case["cache_mib"] * 2**20, "timed_mapping": 0, "launch_share": 0.001}
+        return {**record, "error": None, "answer": {"gbs": case["hbm_gbs"], "observed": {"device": case,
+                                                                                        "report": report}}}
+    verdict, _ = _graded(grader, lambda dev: 1.0, forge)
+    assert verdict.earned == 0, verdict.text
+    assert "Nothing was measured" in " ".join(verdict.text.split())
+
+
+def test_the_device_proxy_raises_the_device_errors_and_shows_only_what_the_device_tells(grader):
+    from autograder.checks import referee
+    case = cases_for(task("m03.debug"), True, SEED)[0]
+    with referee.device("m03.debug", case) as dev:
+        assert {k: v for k, v in vars(dev).items() if not k.startswith("_")} == {
+            "name": case["device"]["name"], "cache_bytes": case["device"]["cache_mib"] * 2**20,
+            "memory_bytes": case["device"]["memory_gib"] * 2**30}
+        src = dev.empty(1024)
+        assert src.nbytes == 1024
+        with pytest.raises(ValueError, match="two different buffers"):
+            dev.copy_(src, src)
+        with pytest.raises(MemoryError):
+            dev.empty(10**15)
+        assert not hasattr(dev, "_rates") and not hasattr(dev, "_spec") and dev._observed() is None
+    with pytest.raises(RuntimeError):  # a case the grader did not draw has no device
+        with referee.device("m03.debug", {"device": {**case["device"], "hbm_gbs": 1}}):
+            pass

@@ -16,6 +16,8 @@ references the case is void (nothing observed: the task scores 0).
 from __future__ import annotations
 
 import json
+import random
+import secrets
 import socket
 import threading
 import time
@@ -93,6 +95,8 @@ class RefereeServer:
             return {"ok": True}
         if not session or request.get("task") != session["task_id"]:
             return {"ok": False}
+        if op in ("device", "call") and session["task"].simulated is not None:
+            return self._device(session, op, request)
         case, rnd = request.get("case"), request.get("round")
         if not (isinstance(case, int) and isinstance(rnd, int) and 0 <= case < len(session["cases"])
                 and 0 <= rnd < session["task"].rounds) or case in session["void"]:
@@ -133,19 +137,56 @@ class RefereeServer:
         if call is None:
             return {"ok": False}  # only the checks the trusted cell itself calls
         task = find_task(task_id)
-        if not task.measurement:
+        if not (task.measurement or task.simulated):
             return {"ok": False}
         session.clear()
         session.update(task_id=task_id, task=task, grade_id=grade_id, cases=cases_for(task, call.hidden, self.seed),
                        void=set())
-        for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")]:
-            del self.observations[grade_id][key]  # a check run again starts afresh
+        for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")
+                    and task.measurement]:
+            del self.observations[grade_id][key]  # a check run again starts afresh (a device replaces its case's)
         return {"ok": True}
+
+    def _device(self, session: dict, op: str, request: dict) -> dict:
+        """A simulated device held here: ``device`` makes the one of a trusted case (parameters drawn with this
+        grading's secret) and tells the kernel only the attributes the device's ``shown`` names; ``call`` runs one of
+        its public methods; handles stand for what is not plain data."""
+        if op == "device":
+            cases = [json.dumps(c, sort_keys=True) for c in session["cases"]]
+            wanted = json.dumps(request.get("case"), sort_keys=True)
+            if wanted not in cases:
+                return {"ok": False}
+            case = cases.index(wanted)
+            made = session["task"].simulated(session["cases"][case], random.Random(secrets.randbits(64)))
+            session.update(device=made, handles={})
+            self.observations.setdefault(session["grade_id"], {})[f"{session['task_id']}|{case}"] = {"device": made}
+            public = {k: getattr(made, k) for k in getattr(made, "shown", ())}  # what the device tells its user
+            methods = [m for m in dir(made) if not m.startswith("_") and callable(getattr(made, m))]
+            return {"ok": True, "attrs": public, "methods": methods}
+        made, name = session.get("device"), request.get("method")
+        if made is None or not isinstance(name, str) or name.startswith("_") or not callable(getattr(made, name, None)):
+            return {"ok": False}
+        args = request.get("args") if isinstance(request.get("args"), list) else []
+        try:
+            args = [session["handles"][a["$handle"]] if isinstance(a, dict) and "$handle" in a else a for a in args]
+            result = getattr(made, name)(*args)
+        except (KeyError, TypeError) as exc:
+            return {"ok": False, "error": ["TypeError", str(exc)]}
+        except Exception as exc:  # the device's own errors, raised again in the kernel
+            return {"ok": False, "error": [type(exc).__name__, str(exc)]}
+        if result is None or isinstance(result, (int, float, str, bool, list, dict)):
+            return {"ok": True, "result": result}
+        ref = len(session["handles"])
+        session["handles"][ref] = result
+        attrs = {k: v for k, v in vars(result).items() if not k.startswith("_") and isinstance(v, (int, float, str))}
+        return {"ok": True, "result": {"$handle": ref, "attrs": attrs}}
 
     # ------------------------------------------------------------ for the rescoring
     def observed(self) -> dict:
-        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...]} in round order."""
-        return {grade_id: {key: {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
+        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...]} in round order, or for a
+        simulated device what its ``_observed()`` says."""
+        return {grade_id: {key: v["device"]._observed() if "device" in v else
+                           {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
                            for key, v in tasks.items()}
                 for grade_id, tasks in self.observations.items()}
 
