@@ -113,43 +113,54 @@ def test_constants_and_forged_records_earn_nothing(task_id):
 
 # ---------------------------------------------------------------- simulated devices held by the grader (issue 31)
 DEBUG_SOURCE = 'check("m03.debug", copy_bandwidth_gbs, points=3, hidden=True)'
+TIMER_SOURCE = 'check("m01.timer", time_call, points=3, hidden=True)'
 
 
 @pytest.fixture
-def grader(tmp_path_factory, monkeypatch):
-    """The grader's referee serving a cell that runs m03.debug; the kernel (this process) reaches it by its socket."""
+def grader(monkeypatch):
+    """``grader(source)``: the grader's referee serving a cell with that source; the kernel (this process) reaches
+    it by its socket."""
+    import shutil
     import tempfile
+    from contextlib import ExitStack
     from pathlib import Path
 
     from autograder.checks import referee
     from autograder.grading.referee import RefereeServer
     run = Path(tempfile.mkdtemp(prefix="dev-"))  # short: Unix socket paths are limited to ~100 bytes
     monkeypatch.setenv(referee.SOCKET_ENV, str(run / "referee.sock"))
-    with RefereeServer(run / "referee.sock", SEED, lambda: ("debug", DEBUG_SOURCE)) as server:
-        yield server
-    import shutil
+    with ExitStack() as stack:
+        yield lambda source: stack.enter_context(RefereeServer(run / "referee.sock", SEED, lambda: ("g", source)))
     shutil.rmtree(run, ignore_errors=True)
 
 
-def _graded(server, learner, forge=None):
-    """(points of 3, the recorded payload's answers) for ``learner`` run as the kernel runs it while grading."""
+def _graded(server, source, learner, forge=None):
+    """(the verdict, the records) for ``learner`` run as the kernel runs it while grading, then rescored by the
+    grader (where no referee socket is set)."""
+    import os
+
+    from autograder.checks import referee
     from autograder.checks.core import collect
-    t = task("m03.debug")
-    cases = cases_for(t, True, SEED)
-    recs = collect(t, learner, cases, "m03.debug")
-    if forge:
-        recs = [forge(r) for r in recs]
-    payload = {"task": "m03.debug", "points": 3, "hidden": True, "seed": SEED, "records": recs}
+    task_id = source.split('"')[1]
+    t = task(task_id)
+    recs = collect(t, learner, cases_for(t, True, SEED), task_id)
+    recs = [forge(r) for r in recs] if forge else recs
+    payload = {"task": task_id, "points": 3, "hidden": True, "seed": SEED, "records": recs}
     out = [{"output_type": "display_data", "data": {RECORD_MIME: json.dumps(payload)}, "metadata": {}}]
-    return rescore(DEBUG_SOURCE, out, SEED, 3, server.observed().get("debug", {})), recs
+    socket_path = os.environ.pop(referee.SOCKET_ENV)
+    try:
+        return rescore(source, out, SEED, 3, server.observed().get("g", {})), recs
+    finally:
+        os.environ[referee.SOCKET_ENV] = socket_path
 
 
 def test_the_grader_holds_the_simulated_device_and_draws_its_speeds(grader):
     from course_answers.m03_memory_hierarchy import copy_bandwidth_gbs
-    verdict, recs = _graded(grader, copy_bandwidth_gbs)
+    server = grader(DEBUG_SOURCE)
+    verdict, recs = _graded(server, DEBUG_SOURCE, copy_bandwidth_gbs)
     assert verdict.earned == 3, verdict.text
     assert all(r["answer"]["observed"] is None for r in recs)  # the kernel saw no speed and no report
-    seen = grader.observed()["debug"]
+    seen = server.observed()["g"]
     for i, r in enumerate(recs):
         drawn, given = seen[f"m03.debug|{i}"]["device"]["hbm_gbs"], r["case"]["device"]["hbm_gbs"]
         assert 0.74 * given <= drawn <= 0.96 * given  # drawn for this grading: the case's figure is 5 % off or more
@@ -157,9 +168,11 @@ def test_the_grader_holds_the_simulated_device_and_draws_its_speeds(grader):
 
 
 def test_the_device_speeds_cannot_be_read_in_the_kernel(grader):
+    server = grader(DEBUG_SOURCE)
+
     def read_rates(dev):
         return dev._rates[0] / 1e9
-    verdict, recs = _graded(grader, read_rates)
+    verdict, recs = _graded(server, DEBUG_SOURCE, read_rates)
     assert verdict.earned == 0 and all("AttributeError" in r["error"] for r in recs)
 
     def copy_the_case(dev):  # the figure of the case (or the exercise) without measuring
@@ -167,7 +180,7 @@ def test_the_device_speeds_cannot_be_read_in_the_kernel(grader):
         copy_bandwidth_gbs(dev)
         spec = next(c["device"] for c in cases_for(task("m03.debug"), True, SEED) if c["device"]["name"] == dev.name)
         return spec["hbm_gbs"]
-    verdict, _ = _graded(grader, copy_the_case)
+    verdict, _ = _graded(server, DEBUG_SOURCE, copy_the_case)
     assert verdict.earned == 0, verdict.text
 
 
@@ -179,13 +192,14 @@ def test_a_forged_report_earns_nothing(grader):
                   "largest_copy_bytes": 4 * case["cache_mib"] * 2**20, "timed_mapping": 0, "launch_share": 0.001}
         return {**record, "error": None, "answer": {"gbs": case["hbm_gbs"], "observed": {"device": case,
                                                                                         "report": report}}}
-    verdict, _ = _graded(grader, lambda dev: 1.0, forge)
+    verdict, _ = _graded(grader(DEBUG_SOURCE), DEBUG_SOURCE, lambda dev: 1.0, forge)
     assert verdict.earned == 0, verdict.text
     assert "Nothing was measured" in " ".join(verdict.text.split())
 
 
 def test_the_device_proxy_raises_the_device_errors_and_shows_only_what_the_device_tells(grader):
     from autograder.checks import referee
+    grader(DEBUG_SOURCE)
     case = cases_for(task("m03.debug"), True, SEED)[0]
     with referee.device("m03.debug", case) as dev:
         assert {k: v for k, v in vars(dev).items() if not k.startswith("_")} == {
@@ -201,3 +215,30 @@ def test_the_device_proxy_raises_the_device_errors_and_shows_only_what_the_devic
     with pytest.raises(RuntimeError):  # a case the grader did not draw has no device
         with referee.device("m03.debug", {"device": {**case["device"], "hbm_gbs": 1}}):
             pass
+
+
+def test_exercise_01s_timer_is_scored_on_the_graders_virtual_device(grader):
+    """The right timer earns full marks on durations the grader drew; a forged record of the right seconds for the
+    case's own durations, and a timer that reads the device's work time, earn nothing."""
+    from course_answers.m01_devices import time_call
+    from autograder.modules.m01_devices import tasks as m01
+    server = grader(TIMER_SOURCE)
+    verdict, recs = _graded(server, TIMER_SOURCE, time_call)
+    assert verdict.earned == 3, verdict.text
+
+    import os
+    from autograder.checks import referee
+    saved = os.environ.pop(referee.SOCKET_ENV)
+    try:  # what the right timer gives on the case's own durations, with a plausible device record
+        right = {json.dumps(r["case"]): {**m01._timer_answer(time_call, r["case"]),
+                                          "observed": {"scale": 1.0, "launches": 6}} for r in recs}
+    finally:
+        os.environ[referee.SOCKET_ENV] = saved
+    verdict, _ = _graded(server, TIMER_SOURCE, time_call,
+                         forge=lambda r: {**r, "error": None, "answer": right[json.dumps(r["case"])]})
+    assert verdict.earned == 0, verdict.text
+
+    def reads_work(fn, device, repeats=5, warmup=1, clock=None):
+        return device.work_s
+    verdict, _ = _graded(server, TIMER_SOURCE, reads_work)
+    assert verdict.earned == 0, verdict.text
