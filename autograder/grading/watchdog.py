@@ -120,7 +120,7 @@ class Frozen:
     :meth:`worked` says whether any of them ran after all had stopped (a process that escaped the freeze,
     or one that another one woke). Works as an unprivileged user, with and without bubblewrap or cgroups."""
 
-    def __init__(self, pid: int | None, settle_s: float = 1.0):
+    def __init__(self, pid: int | None, settle_s: float = 5.0):
         self.pid, self.settle_s = pid, settle_s
         self.stopped: dict[int, psutil.Process] = {}
 
