@@ -129,7 +129,7 @@ class RemoteDevice:
         reply = self._referee._ask(op="device", case=case)
         if not reply.get("ok"):
             self.close()
-            raise RuntimeError("the grader has no simulated device for this case")
+            raise RuntimeError(msg("measure.no_device").text())
         self.__dict__.update(reply.get("attrs") or {})
         self._methods = set(reply.get("methods") or [])
 
