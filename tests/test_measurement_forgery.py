@@ -182,6 +182,7 @@ def test_the_device_speeds_cannot_be_read_in_the_kernel(grader):
         return spec["hbm_gbs"]
     verdict, _ = _graded(server, DEBUG_SOURCE, copy_the_case)
     assert verdict.earned == 0, verdict.text
+    assert "the device's speeds are drawn anew" in " ".join(verdict.text.split())  # the verdict says why
 
 
 def test_a_forged_report_earns_nothing(grader):

@@ -262,6 +262,8 @@ def _debug_score(case, answer, want) -> list[Part]:
     if not _positive(found):
         return [Part(False, _m("need_number", what="GB/s", found=found), label=label)]
     text = _m("debug_what", device=device["name"], found=found, expected=truth)
+    if device != case["device"]:
+        text = text + _m("debug_drawn", given=case["device"]["hbm_gbs"])
     cache = int(device["cache_mib"] * 2**20)
     if close(found, truth, rel=MEASURE_REL):
         if report.get("largest_copy_bytes", 0) < BUFFER_TIMES_CACHE * cache:  # right here, by luck: the rule is 4x
