@@ -109,3 +109,137 @@ def test_constants_and_forged_records_earn_nothing(task_id):
     assert verdict.earned == 0, verdict.text
     text = " ".join(verdict.text.split())  # verdicts are wrapped to fit nbgrader validate
     assert "not measured" in text or "measured while the grader watched" in text, text
+
+
+# ---------------------------------------------------------------- simulated devices held by the grader (issue 31)
+DEBUG_SOURCE = 'check("m03.debug", copy_bandwidth_gbs, points=3, hidden=True)'
+TIMER_SOURCE = 'check("m01.timer", time_call, points=3, hidden=True)'
+
+
+@pytest.fixture
+def grader(monkeypatch):
+    """``grader(source)``: the grader's referee serving a cell with that source; the kernel (this process) reaches
+    it by its socket."""
+    import shutil
+    import tempfile
+    from contextlib import ExitStack
+    from pathlib import Path
+
+    from autograder.checks import referee
+    from autograder.grading.referee import RefereeServer
+    run = Path(tempfile.mkdtemp(prefix="dev-"))  # short: Unix socket paths are limited to ~100 bytes
+    monkeypatch.setenv(referee.SOCKET_ENV, str(run / "referee.sock"))
+    with ExitStack() as stack:
+        yield lambda source: stack.enter_context(RefereeServer(run / "referee.sock", SEED, lambda: ("g", source)))
+    shutil.rmtree(run, ignore_errors=True)
+
+
+def _graded(server, source, learner, forge=None):
+    """(the verdict, the records) for ``learner`` run as the kernel runs it while grading, then rescored by the
+    grader (where no referee socket is set)."""
+    import os
+
+    from autograder.checks import referee
+    from autograder.checks.core import collect
+    task_id = source.split('"')[1]
+    t = task(task_id)
+    recs = collect(t, learner, cases_for(t, True, SEED), task_id)
+    recs = [forge(r) for r in recs] if forge else recs
+    payload = {"task": task_id, "points": 3, "hidden": True, "seed": SEED, "records": recs}
+    out = [{"output_type": "display_data", "data": {RECORD_MIME: json.dumps(payload)}, "metadata": {}}]
+    socket_path = os.environ.pop(referee.SOCKET_ENV)
+    try:
+        return rescore(source, out, SEED, 3, server.observed().get("g", {})), recs
+    finally:
+        os.environ[referee.SOCKET_ENV] = socket_path
+
+
+def test_the_grader_holds_the_simulated_device_and_draws_its_speeds(grader):
+    from course_answers.m03_memory_hierarchy import copy_bandwidth_gbs
+    server = grader(DEBUG_SOURCE)
+    verdict, recs = _graded(server, DEBUG_SOURCE, copy_bandwidth_gbs)
+    assert verdict.earned == 3, verdict.text
+    assert all(r["answer"]["observed"] is None for r in recs)  # the kernel saw no speed and no report
+    seen = server.observed()["g"]
+    for i, r in enumerate(recs):
+        drawn, given = seen[f"m03.debug|{i}"]["device"]["hbm_gbs"], r["case"]["device"]["hbm_gbs"]
+        assert 0.74 * given <= drawn <= 0.96 * given  # drawn for this grading: the case's figure is 5 % off or more
+        assert r["answer"]["gbs"] == pytest.approx(drawn, rel=0.02)
+
+
+def test_the_device_speeds_cannot_be_read_in_the_kernel(grader):
+    server = grader(DEBUG_SOURCE)
+
+    def read_rates(dev):
+        return dev._rates[0] / 1e9
+    verdict, recs = _graded(server, DEBUG_SOURCE, read_rates)
+    assert verdict.earned == 0 and all("AttributeError" in r["error"] for r in recs)
+
+    def copy_the_case(dev):  # the figure of the case (or the exercise) without measuring
+        from course_answers.m03_memory_hierarchy import copy_bandwidth_gbs
+        copy_bandwidth_gbs(dev)
+        spec = next(c["device"] for c in cases_for(task("m03.debug"), True, SEED) if c["device"]["name"] == dev.name)
+        return spec["hbm_gbs"]
+    verdict, _ = _graded(server, DEBUG_SOURCE, copy_the_case)
+    assert verdict.earned == 0, verdict.text
+    assert "the device's speeds are drawn anew" in " ".join(verdict.text.split())  # the verdict says why
+
+
+def test_a_forged_report_earns_nothing(grader):
+    """The kernel's record says a sound measurement was made; the grader's device saw none."""
+    def forge(record):
+        case = record["case"]["device"]
+        report = {"copies": 40, "synchronizes": 8, "clock_reads": 12, "clock_reads_while_busy": 0,
+                  "largest_copy_bytes": 4 * case["cache_mib"] * 2**20, "timed_mapping": 0, "launch_share": 0.001}
+        return {**record, "error": None, "answer": {"gbs": case["hbm_gbs"], "observed": {"device": case,
+                                                                                        "report": report}}}
+    verdict, _ = _graded(grader(DEBUG_SOURCE), DEBUG_SOURCE, lambda dev: 1.0, forge)
+    assert verdict.earned == 0, verdict.text
+    assert "Nothing was measured" in " ".join(verdict.text.split())
+
+
+def test_the_device_proxy_raises_the_device_errors_and_shows_only_what_the_device_tells(grader):
+    from autograder.checks import referee
+    grader(DEBUG_SOURCE)
+    case = cases_for(task("m03.debug"), True, SEED)[0]
+    with referee.device("m03.debug", case) as dev:
+        assert {k: v for k, v in vars(dev).items() if not k.startswith("_")} == {
+            "name": case["device"]["name"], "cache_bytes": case["device"]["cache_mib"] * 2**20,
+            "memory_bytes": case["device"]["memory_gib"] * 2**30}
+        src = dev.empty(1024)
+        assert src.nbytes == 1024
+        with pytest.raises(ValueError, match="two different buffers"):
+            dev.copy_(src, src)
+        with pytest.raises(MemoryError):
+            dev.empty(10**15)
+        assert not hasattr(dev, "_rates") and not hasattr(dev, "_spec") and dev._observed() is None
+    with pytest.raises(RuntimeError):  # a case the grader did not draw has no device
+        with referee.device("m03.debug", {"device": {**case["device"], "hbm_gbs": 1}}):
+            pass
+
+
+def test_exercise_01s_timer_is_scored_on_the_graders_virtual_device(grader):
+    """The right timer earns full marks on durations the grader drew; a forged record of the right seconds for the
+    case's own durations, and a timer that reads the device's work time, earn nothing."""
+    from course_answers.m01_devices import time_call
+    from autograder.modules.m01_devices import tasks as m01
+    server = grader(TIMER_SOURCE)
+    verdict, recs = _graded(server, TIMER_SOURCE, time_call)
+    assert verdict.earned == 3, verdict.text
+
+    import os
+    from autograder.checks import referee
+    saved = os.environ.pop(referee.SOCKET_ENV)
+    try:  # what the right timer gives on the case's own durations, with a plausible device record
+        right = {json.dumps(r["case"]): {**m01._timer_answer(time_call, r["case"]),
+                                          "observed": {"scale": 1.0, "launches": 6}} for r in recs}
+    finally:
+        os.environ[referee.SOCKET_ENV] = saved
+    verdict, _ = _graded(server, TIMER_SOURCE, time_call,
+                         forge=lambda r: {**r, "error": None, "answer": right[json.dumps(r["case"])]})
+    assert verdict.earned == 0, verdict.text
+
+    def reads_work(fn, device, repeats=5, warmup=1, clock=None):
+        return device.work_s
+    verdict, _ = _graded(server, TIMER_SOURCE, reads_work)
+    assert verdict.earned == 0, verdict.text

@@ -395,3 +395,111 @@ def test_without_a_lock_file_no_cell_waits(monkeypatch):
     alone._dog = _Dog()
     cell = _graded_cell('check("m00.count", count_positive, points=1)')
     assert alone.preprocess_cell(cell, {}, 0) == (cell, {}) and alone._dog.paused == []
+
+
+# ---------------------------------------------------------------- the kernel frozen while the grader takes a reference
+BUSY = """
+import subprocess, sys, threading, time
+def spin():
+    while True:
+        pass
+threading.Thread(target=spin, daemon=True).start()  # a thread that would copy memory during the reference
+child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.fixture
+def busy_kernel():
+    """A stand-in kernel: a process with a busy thread and a busy child; yields (its pid, the child's pid)."""
+    import subprocess
+    import sys
+
+    import psutil
+    kernel = subprocess.Popen([sys.executable, "-c", BUSY], stdout=subprocess.PIPE, text=True)
+    child = int(kernel.stdout.readline())
+    yield kernel.pid, child
+    for pid in (child, kernel.pid):
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+    kernel.wait(10)
+
+
+def _cpu(pid):
+    import psutil
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def _ran(pid, since, timeout=30.0):
+    """Wait until ``pid`` has used CPU time past ``since``; whether it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _cpu(pid) > since:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_frozen_kernel_does_no_work_and_runs_again_after(busy_kernel):
+    from autograder.grading.watchdog import Frozen
+    pid, child = busy_kernel
+    with Frozen(pid) as frozen:
+        before = {p: _cpu(p) for p in busy_kernel}
+        time.sleep(0.3)
+        assert {p: _cpu(p) for p in busy_kernel} == before  # neither its thread nor its child ran
+        assert not frozen.worked()
+    assert _ran(pid, before[pid]) and _ran(child, before[child])
+
+
+def test_a_kernel_process_that_runs_while_frozen_is_seen(busy_kernel):
+    import os
+    import signal
+
+    from autograder.grading.watchdog import Frozen
+    pid, child = busy_kernel
+    with Frozen(pid) as frozen:
+        since = _cpu(child)
+        os.kill(child, signal.SIGCONT)  # as a process outside the tree would wake it
+        assert _ran(child, since)
+        assert frozen.worked()
+
+
+def test_the_server_takes_the_reference_again_when_the_kernel_ran_and_voids_the_case_when_it_keeps_running(
+        run_dir, monkeypatch, busy_kernel):
+    import os
+    import signal
+    pid, child = busy_kernel
+    wake = {"times": 1}
+    taken = []
+
+    def reference(case, round_answer):
+        taken.append(round_answer)
+        if len(taken) <= wake["times"]:  # the kernel's child runs during this reference
+            since = _cpu(child)
+            os.kill(child, signal.SIGCONT)
+            assert _ran(child, since)
+        return {"ref": round_answer}
+    counted = replace(task("m00.count"), reference=reference)
+    monkeypatch.setattr("autograder.grading.referee.find_task", lambda task_id: counted)
+
+    def one_round(server):
+        judge = referee.RemoteReferee(str(run_dir / "referee.sock"))
+        with judge.session("m00.count"):
+            judge.start(0, 0)
+            judge.finish(0, 0, [1, -1, 2], 2)
+        return server.observed()["count"]
+
+    with RefereeServer(run_dir / "referee.sock", SEED, lambda: ("count", COUNT_SOURCE), lambda: pid) as server:
+        seen = one_round(server)
+        assert len(taken) == 2 and seen["m00.count|0"]["reference"] == [{"ref": 2}]  # the clean second one
+        taken.clear()
+        wake["times"] = 99
+        seen = one_round(server)
+    assert len(taken) == 3 and "m00.count|0" not in seen  # void: nothing observed, so the task scores 0
+    out = [record_output("m00.count", [{"case": [1, -1, 2], "answer": {"rounds": [2, 2], "observed": None},
+                                         "error": None}])]
+    assert records.rescore(COUNT_SOURCE, out, SEED, 1, seen).earned == 0

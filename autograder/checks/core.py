@@ -65,6 +65,9 @@ class Task:
     measurement: bool = False  # times the device: graded side by side with a reference (see referee.py)
     reference: Callable[[Any, Any], Any] | None = None  # measurement: (case, round's answer) -> reference data
     rounds: int = 1  # measurement: learner and reference take turns this many times per case
+    simulated: Callable[[Any, Any], Any] | None = None  # (case, rng or None) -> the simulated device that ``answer``
+    # reaches through ``referee.device``: while grading the grader holds it, draws its parameters with ``rng``, and
+    # its ``_observed()`` (what it did, what it was) replaces the answer's ``observed``
     hint: Callable[[str], "Message | None"] | None = None  # error text -> a hint for a common mistake
     kind: str = "recall"  # "recall": what the lesson shows, applied as shown; "transfer": the idea where the lesson did not go
     level: str = "core"  # "warm-up", "core" or "stretch": an exercise climbs from its warm-up to a stretch task

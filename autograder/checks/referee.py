@@ -92,6 +92,69 @@ class RemoteReferee:
         return json.loads(line) if line else {"ok": False}
 
 
+@contextmanager
+def device(task_id: str, case: Any):
+    """The simulated device of ``case`` (``Task.simulated``): here the task's own; while grading a proxy of the
+    grader's, whose parameters the kernel never sees. Its ``_observed()`` is None in the kernel then."""
+    path = os.environ.get(SOCKET_ENV)
+    if not path:
+        from . import task as find_task
+        yield find_task(task_id).simulated(case, None)
+        return
+    remote = RemoteDevice(path, task_id, case)
+    try:
+        yield remote
+    finally:
+        remote.close()
+
+
+class Handle:
+    """Something a simulated device returned (a buffer): its public attributes, and the grader's id for it."""
+
+    def __init__(self, ref: int, attrs: dict):
+        self._ref = ref
+        self.__dict__.update(attrs)
+
+    def __repr__(self) -> str:
+        return f"Handle({', '.join(f'{k}={v!r}' for k, v in vars(self).items() if not k.startswith('_'))})"
+
+
+class RemoteDevice:
+    """The grader's simulated device, seen from the kernel: its public attributes and methods, each call a request."""
+
+    def __init__(self, path: str, task_id: str, case: Any):
+        self._referee = RemoteReferee(path)
+        self._session = self._referee.session(task_id)
+        self._session.__enter__()
+        reply = self._referee._ask(op="device", case=case)
+        if not reply.get("ok"):
+            self.close()
+            raise RuntimeError(msg("measure.no_device").text())
+        self.__dict__.update(reply.get("attrs") or {})
+        self._methods = set(reply.get("methods") or [])
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self._methods:
+            raise AttributeError(name)
+        return lambda *args: self._call(name, args)
+
+    def _call(self, name: str, args: tuple):
+        sent = [{"$handle": a._ref} if isinstance(a, Handle) else a for a in args]
+        reply = self._referee._ask(op="call", method=name, args=sent)
+        if "error" in reply:
+            kind, text = reply["error"]
+            raise {"ValueError": ValueError, "MemoryError": MemoryError, "TypeError": TypeError}.get(kind, RuntimeError)(text)
+        result = reply.get("result")
+        return Handle(result["$handle"], result.get("attrs") or {}) if isinstance(result, dict) and "$handle" in result \
+            else result
+
+    def _observed(self) -> None:
+        return None  # the grader fills this in from its own device
+
+    def close(self) -> None:
+        self._session.__exit__(None, None, None)
+
+
 def for_task(task):
     """The referee of this kernel: the grader when it listens, else a local one."""
     path = os.environ.get(SOCKET_ENV)

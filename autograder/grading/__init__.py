@@ -8,9 +8,10 @@
 | ``intake`` | repair or reject one submitted notebook before nbgrader reads it |
 | ``sandbox`` | the bubblewrap command line that isolates a submission's kernel |
 | ``kernel`` | a Jupyter kernel manager that starts the kernel inside the sandbox |
-| ``watchdog`` | memory and wall-time limits on the kernel's processes |
+| ``watchdog`` | memory and wall-time limits on the kernel's processes; ``Frozen``: all of them stopped while the grader takes a reference |
 | ``records`` | re-scores a test cell from its answer records, outside the learner's kernel |
-| ``preprocessors`` | the nbgrader preprocessors that use the three above |
+| ``referee`` | the grader's side of measurement checks and simulated devices, over a Unix socket |
+| ``preprocessors`` | the nbgrader preprocessors that use the four above |
 | ``scratch`` | a private course directory and gradebook per submission |
 | ``worker`` | grades one submission in its scratch course |
 | ``merge`` | the single writer: scratch results into the real gradebook |

@@ -119,7 +119,7 @@ class SandboxedExecute(Execute):
         try:
             with Watchdog(lambda: self.km.pid if self.km is not None else None, self.memory_limit,
                           self.notebook_timeout) as dog, \
-                    RefereeServer(self._run / "referee.sock", self.seed, self._running_cell) as judge:
+                    RefereeServer(self._run / "referee.sock", self.seed, self._running_cell, dog.pid) as judge:
                 self._dog = dog
                 try:
                     nb, resources = super().preprocess(nb, resources, km=km)

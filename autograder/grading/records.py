@@ -76,7 +76,7 @@ def rescore(source: str, outputs: list, seed: int, max_points: float, observed: 
     """The points a check cell earns from its recorded answers (its ``calls`` must not be empty).
 
     ``observed``: what the grader's referee saw of this cell's measurement checks
-    ("task|case" -> walls and reference); it replaces whatever the kernel recorded.
+    ("task|case" -> walls and reference) and simulated devices; it replaces whatever the kernel recorded.
     """
     found = calls(source)
     records = payloads(outputs)
@@ -91,8 +91,8 @@ def rescore(source: str, outputs: list, seed: int, max_points: float, observed: 
             texts.append(reason.text())
             reasons.append(reason.en)
             continue
-        if task.measurement:
-            valid = [_with_observed(p, call.task, observed or {}) for p in valid]
+        if task.measurement or task.simulated:
+            valid = [_with_observed(p, task, observed or {}) for p in valid]
         shares = [fraction(score_records(task, p["records"])) for p in valid]
         worst = valid[shares.index(min(shares))]
         earned += call.points / total * min(shares)
@@ -113,16 +113,20 @@ def _valid(payload, call: Call, seed: int, expected: str) -> bool:
     return _dump([r["case"] for r in payload["records"]]) == expected
 
 
-def _with_observed(payload: dict, task_id: str, observed: dict) -> dict:
-    """The payload with each case's rounds and ``observed`` taken from the grader, never from the kernel:
-    the rounds scored are the answers the kernel sent while the grader's clock ran."""
+def _with_observed(payload: dict, task, observed: dict) -> dict:
+    """The payload with each case's ``observed`` taken from the grader, never from the kernel: for a measurement
+    the rounds scored are the answers the kernel sent while the grader's clock ran; for a simulated device,
+    what the grader's device did and was."""
     out = []
     for i, record in enumerate(payload["records"]):
         answer = record["answer"]
-        if isinstance(answer, dict):
-            seen = observed.get(f"{task_id}|{i}", {})
+        seen = observed.get(f"{task.id}|{i}")
+        if isinstance(answer, dict) and task.measurement:
+            seen = seen or {}
             answer = {"rounds": seen.get("rounds", []),
                       "observed": {"walls": seen.get("walls", []), "reference": seen.get("reference", [])}}
+        elif isinstance(answer, dict):
+            answer = {**answer, "observed": seen}
         out.append({**record, "answer": answer})
     return {**payload, "records": out}
 

@@ -8,11 +8,16 @@ to the kernel: :meth:`observed` (by grade cell) is what the rescoring uses.
 
 The server only serves the check calls written in the trusted source of the
 running cell, at most ``task.rounds`` rounds per case. (The device lock is held
-around the whole cell by ``SandboxedExecute``, before the kernel runs it.)
+around the whole cell by ``SandboxedExecute``, before the kernel runs it.) While it
+takes a reference the kernel is frozen (:class:`~.watchdog.Frozen`): a reference
+during which a process of the kernel ran is taken again, and after ``TRIES`` such
+references the case is void (nothing observed: the task scores 0).
 """
 from __future__ import annotations
 
 import json
+import random
+import secrets
 import socket
 import threading
 import time
@@ -23,15 +28,19 @@ from ..checks import task as find_task
 from ..checks.core import cases_for
 from ..checks.referee import take_reference
 from . import records
+from .watchdog import Frozen
 
 MAX_LINE = 16 * 2**20  # one round's answer, as JSON
+TRIES = 3  # references taken while the kernel is frozen before a round in which it kept running is void
 
 
 class RefereeServer:
-    """``cell()`` -> (grade id, trusted source) of the running cell, or None."""
+    """``cell()`` -> (grade id, trusted source) of the running cell, or None; ``kernel()`` -> the kernel's pid
+    (None: nothing to freeze)."""
 
-    def __init__(self, path: Path, seed: int, cell: Callable[[], tuple[str, str] | None]):
-        self.path, self.seed, self.cell = Path(path), seed, cell
+    def __init__(self, path: Path, seed: int, cell: Callable[[], tuple[str, str] | None],
+                 kernel: Callable[[], int | None] = lambda: None):
+        self.path, self.seed, self.cell, self.kernel = Path(path), seed, cell, kernel
         self.observations: dict[str, dict[str, dict]] = {}  # grade id -> "task|case" -> {walls, reference}
 
     def __enter__(self) -> "RefereeServer":
@@ -86,9 +95,11 @@ class RefereeServer:
             return {"ok": True}
         if not session or request.get("task") != session["task_id"]:
             return {"ok": False}
+        if op in ("device", "call") and session["task"].simulated is not None:
+            return self._device(session, op, request)
         case, rnd = request.get("case"), request.get("round")
         if not (isinstance(case, int) and isinstance(rnd, int) and 0 <= case < len(session["cases"])
-                and 0 <= rnd < session["task"].rounds):
+                and 0 <= rnd < session["task"].rounds) or case in session["void"]:
             return {"ok": False}
         seen = self.observations.setdefault(session["grade_id"], {}).setdefault(
             f"{session['task_id']}|{case}", {"walls": {}, "reference": {}, "rounds": {}})
@@ -97,11 +108,25 @@ class RefereeServer:
             return {"ok": True}
         if op == "finish" and session.get("started", (None, None))[:2] == (case, rnd):
             wall = time.perf_counter() - session.pop("started")[2]
+            reference = self._reference(session["task"], session["cases"][case], request.get("answer"))
+            if reference is VOID:
+                session["void"].add(case)
+                self.observations[session["grade_id"]].pop(f"{session['task_id']}|{case}")
+                return {"ok": False}
             seen["walls"][rnd] = wall
             seen["rounds"][rnd] = request.get("answer")  # the round's answer as sent then: the one that is scored
-            seen["reference"][rnd] = take_reference(session["task"], session["cases"][case], request.get("answer"))
+            seen["reference"][rnd] = reference
             return {"ok": True}
         return {"ok": False}
+
+    def _reference(self, task, case, answer):
+        """The reference, taken while no process of the kernel runs; ``VOID`` when one ran every time."""
+        for _ in range(TRIES):
+            with Frozen(self.kernel()) as kernel:
+                reference = take_reference(task, case, answer)
+                if not kernel.worked():
+                    return reference
+        return VOID
 
     def _begin(self, session: dict, task_id) -> dict:
         running = self.cell()
@@ -112,20 +137,61 @@ class RefereeServer:
         if call is None:
             return {"ok": False}  # only the checks the trusted cell itself calls
         task = find_task(task_id)
-        if not task.measurement:
+        if not (task.measurement or task.simulated):
             return {"ok": False}
         session.clear()
-        session.update(task_id=task_id, task=task, grade_id=grade_id, cases=cases_for(task, call.hidden, self.seed))
-        for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")]:
-            del self.observations[grade_id][key]  # a check run again starts afresh
+        session.update(task_id=task_id, task=task, grade_id=grade_id, cases=cases_for(task, call.hidden, self.seed),
+                       void=set())
+        for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")
+                    and task.measurement]:
+            del self.observations[grade_id][key]  # a check run again starts afresh (a device replaces its case's)
         return {"ok": True}
+
+    def _device(self, session: dict, op: str, request: dict) -> dict:
+        """A simulated device held here: ``device`` makes the one of a trusted case (parameters drawn with this
+        grading's secret) and tells the kernel only the attributes the device's ``shown`` names; ``call`` runs one of
+        its public methods; handles stand for what is not plain data."""
+        if op == "device":
+            cases = [json.dumps(c, sort_keys=True) for c in session["cases"]]
+            wanted = json.dumps(request.get("case"), sort_keys=True)
+            if wanted not in cases:
+                return {"ok": False}
+            case = cases.index(wanted)
+            made = session["task"].simulated(session["cases"][case], random.Random(secrets.randbits(64)))
+            session.update(device=made, handles={})
+            self.observations.setdefault(session["grade_id"], {})[f"{session['task_id']}|{case}"] = {"device": made}
+            public = {k: getattr(made, k) for k in getattr(made, "shown", ())}  # what the device tells its user
+            methods = [m for m in dir(made) if not m.startswith("_") and callable(getattr(made, m))]
+            return {"ok": True, "attrs": public, "methods": methods}
+        made, name = session.get("device"), request.get("method")
+        if made is None or not isinstance(name, str) or name.startswith("_") or not callable(getattr(made, name, None)):
+            return {"ok": False}
+        args = request.get("args") if isinstance(request.get("args"), list) else []
+        try:
+            args = [session["handles"][a["$handle"]] if isinstance(a, dict) and "$handle" in a else a for a in args]
+            result = getattr(made, name)(*args)
+        except (KeyError, TypeError) as exc:
+            return {"ok": False, "error": ["TypeError", str(exc)]}
+        except Exception as exc:  # the device's own errors, raised again in the kernel
+            return {"ok": False, "error": [type(exc).__name__, str(exc)]}
+        if result is None or isinstance(result, (int, float, str, bool, list, dict)):
+            return {"ok": True, "result": result}
+        ref = len(session["handles"])
+        session["handles"][ref] = result
+        attrs = {k: v for k, v in vars(result).items() if not k.startswith("_") and isinstance(v, (int, float, str))}
+        return {"ok": True, "result": {"$handle": ref, "attrs": attrs}}
 
     # ------------------------------------------------------------ for the rescoring
     def observed(self) -> dict:
-        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...]} in round order."""
-        return {grade_id: {key: {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
+        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...]} in round order, or for a
+        simulated device what its ``_observed()`` says."""
+        return {grade_id: {key: v["device"]._observed() if "device" in v else
+                           {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
                            for key, v in tasks.items()}
                 for grade_id, tasks in self.observations.items()}
+
+
+VOID = object()  # a reference during which the kernel kept running
 
 
 def _ordered(by_round: dict) -> list:

@@ -2,6 +2,7 @@
 mechanisms (cgroups, resource limits; see ``sandbox``) do not stop by themselves or do not report."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Callable
@@ -111,3 +112,84 @@ def _threads(process: psutil.Process) -> int:
         return process.num_threads()
     except psutil.Error:
         return 0
+
+
+class Frozen:
+    """The processes of a kernel stopped with SIGSTOP (its process tree, and its pids cgroup where it has one),
+    so that nothing of it runs while the grader takes a reference measurement. Use as a context manager;
+    :meth:`worked` says whether any of them ran after all had stopped (a process that escaped the freeze,
+    or one that another one woke). Works as an unprivileged user, with and without bubblewrap or cgroups."""
+
+    def __init__(self, pid: int | None, settle_s: float = 5.0):
+        self.pid, self.settle_s = pid, settle_s
+        self.stopped: dict[int, psutil.Process] = {}
+
+    def __enter__(self) -> "Frozen":
+        for _ in range(20):  # until no process of the kernel is left running (a fork may race the first pass)
+            new = [p for p in _members(self.pid) if p.pid not in self.stopped]
+            if not new:
+                break
+            for process in new:
+                try:
+                    process.suspend()
+                    self.stopped[process.pid] = process
+                except psutil.Error:
+                    pass
+        deadline = time.monotonic() + self.settle_s
+        while not all(_halted(pid) for pid in self.stopped) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        self._cpu = _cpu_times(self.stopped.values())
+        return self
+
+    def worked(self) -> bool:
+        """Whether a process of the kernel used CPU time, or a new one started, since all were stopped."""
+        return (any(p.pid not in self.stopped for p in _members(self.pid))
+                or _cpu_times(self.stopped.values()) != self._cpu)
+
+    def __exit__(self, *exc) -> None:
+        for process in self.stopped.values():
+            try:
+                process.resume()
+            except psutil.Error:
+                pass
+
+
+def _members(pid: int | None) -> list[psutil.Process]:
+    """The kernel's processes: its tree, and every process in its pids cgroup (where a process that left the
+    tree still is)."""
+    found = {p.pid: p for p in _tree(pid)}
+    confinement = sandbox.confinement(pid)
+    if confinement is not None and confinement.cgroups.get("pids"):
+        try:
+            listed = open(f"{confinement.cgroups['pids']}/cgroup.procs").read().split()
+        except OSError:
+            listed = []
+        for member in map(int, listed):
+            try:
+                found.setdefault(member, psutil.Process(member))
+            except psutil.Error:
+                pass
+    return list(found.values())
+
+
+def _halted(pid: int) -> bool:
+    """Every thread of ``pid`` is stopped (or the process is gone)."""
+    try:
+        states = [open(f"/proc/{pid}/task/{tid}/stat").read().rpartition(")")[2].split()[0]
+                  for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return True
+    except (IndexError, ValueError):
+        return False
+    return all(state in "TtZX" for state in states)
+
+
+def _cpu_times(processes) -> dict[int, tuple]:
+    out = {}
+    for process in processes:
+        try:
+            times = process.cpu_times()
+            out[process.pid] = (times.user, times.system)
+        except psutil.Error:
+            pass  # gone (killed while stopped): it did no work
+    return out

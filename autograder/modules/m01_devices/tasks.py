@@ -357,19 +357,32 @@ def _timer_visible() -> list:
     ]
 
 
+TIMER_SCALE = (0.5, 0.9)  # while grading, the durations of a timer case are its own times a factor drawn in here
+
+
+def _timer_device(case, rng):
+    """The case's virtual device; while grading the grader holds it, its durations scaled by a factor it draws."""
+    scale = rng.uniform(*TIMER_SCALE) if rng is not None else 1.0
+    return VirtualCPU(case["cpu_s"], scale=scale) if case["device"] == "cpu" else VirtualGPU(**case["gpu"], scale=scale)
+
+
 def _timer_answer(learner, case) -> dict:
-    """Time the case's work with the learner's timer on a virtual clock (a string device reaches it through torch)."""
+    """Time the case's work with the learner's timer on a virtual clock (a string device reaches it through torch);
+    ``observed``: what the device saw (the grader's, while grading)."""
+    with referee.device("m01.timer", case) as device:
+        return {**_timed_by(learner, case, device), "observed": device._observed()}
+
+
+def _timed_by(learner, case, gpu) -> dict:
+    """``{"seconds": ...}`` that the learner's timer reports on the device ``gpu`` (a VirtualCPU for the cpu case)."""
     import torch
 
     args = dict(repeats=case["repeats"], warmup=case["warmup"])
     if case["device"] == "cpu":
-        cpu = VirtualCPU(case["cpu_s"])
-        reported = learner(cpu.run, "cpu", clock=cpu.clock, **args)
+        reported = learner(gpu.run, "cpu", clock=gpu.clock, **args)
     elif case["device"] == "virtual":
-        gpu = VirtualGPU(**case["gpu"])
         reported = learner(gpu.launch, gpu, clock=gpu.clock, **args)
     else:  # "cuda:1", "mps": while the timer runs, torch's synchronize of that backend waits for the virtual GPU
-        gpu = VirtualGPU(**case["gpu"])
         backend = getattr(torch, case["device"].split(":")[0])
         saved, waits = backend.synchronize, []
 
@@ -435,13 +448,18 @@ def _timer_mistake(case, found: float, want: float) -> str | None:
 
 
 def _timer_score(case, answer, want) -> Part:
+    """The learner's seconds over the scale of the durations the device had (drawn by the grader while grading)."""
     probe = "object" if case.get("object") else case["probe"]
     what = _say(f"timer_probe_{probe}", device=case["device"], repeats=case["repeats"], warmup=case["warmup"])
     if "stored_sync" in answer:
         return _wrong("timer_raised", "stored_sync", case=what, error=answer["stored_sync"])
-    found = answer["seconds"]
+    found, seen = answer["seconds"], answer.get("observed")
     if isinstance(found, str):
         return Part(False, _say("timer_not_number", case=what, found=found))
+    scale = seen.get("scale") if isinstance(seen, dict) and seen.get("launches") else None
+    if not (isinstance(scale, (int, float)) and scale > 0):
+        return Part(False, _say("timer_not_timed", case=what))
+    found = found / scale
     if close(found, want, rel=1e-6, abs_tol=1e-9):
         return _right(what)
     shown = ("torch.device('%s')" if case.get("object") else '"%s"') % case["device"]
@@ -718,7 +736,7 @@ TASKS = {
                    mistakes=("full_as_frozen", "frozen_as_trained", "adapter_as_frozen", "frozen_forgotten",
                              "no_activations", "need_in_gib", "gb_vs_gib", "first_fit", "largest_fit")),
     "timer": Task(title=_say("title_timer"), answer=_timer_answer, score=_timer_score, visible=_timer_visible,
-                  kind="recall", level="core",
+                  simulated=_timer_device, kind="recall", level="core",
                   mistakes=("no_wait", "string_device", "stored_sync", "earlier_work", "no_warmup", "mean",
                             "total", "ignores_clock")),
     "speedup": Task(title=_say("title_speedup"), answer=_speedup_answer, score=_speedup_score,

@@ -18,10 +18,16 @@ class VirtualGPU:
       (library start-up, kernel selection, memory allocation).
     - ``hiccup_at`` / ``hiccup_s``: those launches (counted from 1) stall the host ``hiccup_s`` more
       (the operating system ran something else).
+    - ``scale``: every duration above is that times ``scale`` (while grading, the grader draws it).
     """
 
+    shown = ("name",)  # what the device tells its user (a proxy of it has only this)
+
     def __init__(self, work_s: float = 0.01, launch_s: float = 1e-4, queued: int = 0, slow_first: int = 0,
-                 first_s: float = 0.1, hiccup_at: tuple = (), hiccup_s: float = 0.1, name: str = "virtual GPU"):
+                 first_s: float = 0.1, hiccup_at: tuple = (), hiccup_s: float = 0.1, name: str = "virtual GPU",
+                 scale: float = 1.0):
+        work_s, launch_s, first_s, hiccup_s = (scale * t for t in (work_s, launch_s, first_s, hiccup_s))
+        self._scale = scale
         self.work_s, self.launch_s, self.first_s, self.hiccup_s = work_s, launch_s, first_s, hiccup_s
         self.slow_first, self.hiccup_at, self.name = slow_first, tuple(hiccup_at), name
         self.now = 0.0                      # host time
@@ -49,15 +55,25 @@ class VirtualGPU:
     def __repr__(self) -> str:
         return f"VirtualGPU(work_s={self.work_s!r}, name={self.name!r})"
 
+    def _observed(self) -> dict:
+        """What a check scores: the ``scale`` of the durations and how many kernels were launched."""
+        return {"scale": self._scale, "launches": self.launches}
+
 
 class VirtualCPU:
-    """Synchronous work on a virtual clock: ``run()`` returns when its ``work_s`` is done."""
+    """Synchronous work on a virtual clock: ``run()`` returns when its ``work_s`` (times ``scale``) is done."""
 
-    def __init__(self, work_s: float = 0.01):
-        self.work_s, self.now = work_s, 0.0
+    shown = ()
+
+    def __init__(self, work_s: float = 0.01, scale: float = 1.0):
+        self.work_s, self.now, self._scale, self.runs = scale * work_s, 0.0, scale, 0
 
     def clock(self) -> float:
         return self.now
 
     def run(self) -> None:
         self.now += self.work_s
+        self.runs += 1
+
+    def _observed(self) -> dict:
+        return {"scale": self._scale, "launches": self.runs}

@@ -10,6 +10,7 @@ It goes wrong where a real accelerator makes a bandwidth measurement go wrong:
 - a copy whose two buffers fit in the cache together, and were the last ones copied, runs at cache speed.
 
 ``report()`` says what a measurement did on the device (for the check's diagnosis), never how fast it is.
+While grading, the grader holds the device and draws its speeds (:func:`drawn`); the kernel gets a proxy.
 """
 from __future__ import annotations
 
@@ -21,6 +22,19 @@ CLOCK_READ_S = 1e-7  # reading the clock takes the host a little time too (so a 
 
 EXAMPLE = {"name": "simulated H100-like GPU", "memory_gib": 80, "cache_mib": 50, "hbm_gbs": 3000,
            "cache_gbs": 9000, "launch_us": 5, "map_gbs": 25}
+
+
+SLOWER = (0.75, 0.95)  # while grading, the memory and cache speeds are the case's times a factor drawn in here
+
+
+def drawn(spec: dict, rng) -> dict:
+    """``spec`` with its memory and cache speeds slowed by one factor drawn with ``rng`` (None: ``spec`` itself): a
+    value read off the case or the exercise is then off by 5 % or more, and slower memory keeps a copy of buffers 4x
+    the cache longer than the launches it takes (a rule of the hidden devices)."""
+    if rng is None:
+        return dict(spec)
+    factor = rng.uniform(*SLOWER)
+    return {**spec, "hbm_gbs": round(spec["hbm_gbs"] * factor, 1), "cache_gbs": round(spec["cache_gbs"] * factor, 1)}
 
 
 @dataclass(frozen=True)
@@ -38,7 +52,10 @@ class SimulatedGPU:
     ``torch.cuda.get_device_properties(0)`` (``L2_cache_size``, ``total_memory``).
     """
 
+    shown = ("name", "cache_bytes", "memory_bytes")  # what the device tells its user (a proxy has only these)
+
     def __init__(self, spec: dict):
+        self._spec = dict(spec)
         self.name = str(spec["name"])
         self.cache_bytes = int(spec["cache_mib"] * 2**20)
         self.memory_bytes = int(spec["memory_gib"] * 2**30)
@@ -117,3 +134,7 @@ class SimulatedGPU:
         still running), the largest buffer copied, first-touch copies inside timed intervals, and the largest
         share of a timed interval that one launch took."""
         return dict(self._log)
+
+    def _observed(self) -> dict:
+        """What the check scores: the device's ``spec`` (its real speeds) and its ``report()``."""
+        return {"device": dict(self._spec), "report": self.report()}

@@ -23,7 +23,7 @@ from ...checks.core import Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure
-from .simulated import EXAMPLE, SimulatedGPU
+from .simulated import EXAMPLE, SimulatedGPU, drawn
 
 REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
 MEASURE_REL = 0.02    # debug: a sound measurement on the simulated GPU is within 2 % of its bandwidth
@@ -224,9 +224,13 @@ def _debug_visible() -> list:
                         "cache_gbs": 12000, "launch_us": 8, "map_gbs": 25}}]
 
 
+def _debug_device(case, rng) -> SimulatedGPU:
+    return SimulatedGPU(drawn(case["device"], rng))
+
+
 def _debug_answer(fn, case) -> dict:
-    dev = SimulatedGPU(case["device"])
-    return {"gbs": _number(fn(dev)), "report": dev.report()}
+    with referee.device("m03.debug", case) as dev:
+        return {"gbs": _number(fn(dev)), "observed": dev._observed()}
 
 
 def _debug_mistake(ratio: float, report: dict, device: dict) -> str | None:
@@ -248,14 +252,18 @@ def _debug_mistake(ratio: float, report: dict, device: dict) -> str | None:
 
 
 def _debug_score(case, answer, want) -> list[Part]:
-    device = case["device"]
+    """Scored against the device as the referee saw it (``observed``: its speeds and what was done on it)."""
+    seen = answer.get("observed") if isinstance(answer.get("observed"), dict) else {}
+    device = seen.get("device") or case["device"]
     label = Message(device["name"], device["name"])
-    report, found, truth = answer.get("report") or {}, answer.get("gbs"), float(device["hbm_gbs"])
+    report, found, truth = seen.get("report") or {}, answer.get("gbs"), float(device["hbm_gbs"])
     if not report.get("copies") or report.get("clock_reads", 0) < 2:
         return [Part(False, _m("debug_not_measured", device=device["name"]), label=label)]
     if not _positive(found):
         return [Part(False, _m("need_number", what="GB/s", found=found), label=label)]
     text = _m("debug_what", device=device["name"], found=found, expected=truth)
+    if device != case["device"]:
+        text = text + _m("debug_drawn", given=case["device"]["hbm_gbs"])
     cache = int(device["cache_mib"] * 2**20)
     if close(found, truth, rel=MEASURE_REL):
         if report.get("largest_copy_bytes", 0) < BUFFER_TIMES_CACHE * cache:  # right here, by luck: the rule is 4x
@@ -480,6 +488,7 @@ TASKS = {
                    mistakes=("window_ignored", "window_on_every_layer", "window_longer_than_context", "query_heads",
                              "k_without_v", "kv_of_one_sequence", "one_token_per_step")),
     "debug": Task(title=_m("title.debug"), answer=_debug_answer, score=_debug_score, visible=_debug_visible,
+                  simulated=_debug_device,
                   kind="transfer", level="core",
                   mistakes=("no_synchronize", "no_warm_up", "fits_in_cache", "launch_bound", "buffer_under_4x",
                             "short_sample", "reads_only", "gib")),
