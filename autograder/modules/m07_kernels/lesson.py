@@ -20,8 +20,8 @@ def limits() -> dict:
 def occupancy(threads: int, registers: int, smem_bytes: int, profile_id: str = "h100_sxm") -> dict:
     """Blocks one SM holds at once and the share of its 64 warp slots they fill, with the limit that binds.
 
-    Registers are handed to each warp in units of 256; shared memory and the register file per SM come from the
-    profile; threads, blocks and registers per thread from ``data/occupancy.yaml``.
+    Registers are handed to each warp in units of 256, and each block takes 1 KB of shared memory beyond its own;
+    shared memory and the register file per SM come from the profile; the other limits from ``data/occupancy.yaml``.
     """
     from ... import profiles
     sm, lim = profiles.get(profile_id), limits()
@@ -31,7 +31,7 @@ def occupancy(threads: int, registers: int, smem_bytes: int, profile_id: str = "
     register_file = int(sm.get("registers_per_sm_kb") * 1024 // 4)
     by = {"threads": lim["max_threads_per_sm"] // (warps * lim["warp_size"]),
           "registers": register_file // (per_warp * warps) if registers <= lim["max_registers_per_thread"] else 0,
-          "shared memory": int(sm.get("smem_per_sm_kb") * 1024 // smem_bytes) if smem_bytes else lim["max_blocks_per_sm"],
+          "shared memory": int(sm.get("smem_per_sm_kb") * 1024 // (smem_bytes + lim["reserved_smem_per_block"])),
           "blocks": lim["max_blocks_per_sm"]}
     blocks = min(by.values())
     return {"blocks": blocks, "warps": blocks * warps,

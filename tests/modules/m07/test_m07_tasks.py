@@ -244,3 +244,9 @@ def test_contiguous_chunks_are_uncoalesced_and_the_grid_stride_loop_is_not():
     answer = t.answer(ref.MISTAKES["stride"]["contiguous_chunks"], t.visible()[0])
     assert answer["sectors"]["x"] > tasks.STRIDE_SECTORS_MAX
     assert t.answer(ref.axpy, t.visible()[0])["sectors"]["x"] <= 4.0
+
+
+def test_each_block_takes_the_shared_memory_the_system_reserves():
+    """Compute capability 8.0+: 1 KB per block beyond its own, so 2 KB blocks fit 76 to an H100 SM (228 KB), not 114."""
+    from autograder.modules.m07_kernels.lesson import occupancy
+    assert occupancy(64, 32, 2048)["by shared memory"] == 228 * 1024 // (2048 + 1024) == 76
