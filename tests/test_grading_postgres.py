@@ -23,6 +23,7 @@ from autograder.grading.batch import grade_class
 from autograder.grading.course import REPO, Course
 from autograder.grading.generate import generate
 from fixtures.grading_course import ASSIGNMENT, HERE, build, corpus
+from fixtures import servers
 
 START_S = 60
 CLASS = {"p01": "all_correct", "p02": "partial_stats", "p03": "blank", "p04": "hard_coded", "p05": "no_notebook"}
@@ -30,9 +31,7 @@ TIMING = ("submitted_at",)  # when the submission was received: the moment each 
 
 
 def unavailable(reason: str):
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: a PostgreSQL server is required: {reason}")
-    pytest.skip(reason)
+    servers.unavailable("the PostgreSQL test", reason)
 
 
 def _bin() -> Path | None:
