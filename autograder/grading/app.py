@@ -137,7 +137,7 @@ def _release(args):
     if args.due is not None:
         set_due(course, args.assignment, args.due)
     due = due_dates(course).get(args.assignment)
-    print(_with_due("grading.released", show(due), assignment=args.assignment,
+    print(_with_due("grading.released", show(due, course.zone), assignment=args.assignment,
                     folder=course.folder("release", args.assignment), exchange=course.config().Exchange.root).text())
 
 
@@ -156,7 +156,7 @@ def _deadline(args):
         set_due(course, args.assignment, args.due)
     dates = due_dates(course)
     for name in [args.assignment] if args.assignment else sorted(dates):
-        print(_with_due("grading.due_set", show(dates.get(name)), assignment=name).text())
+        print(_with_due("grading.due_set", show(dates.get(name), course.zone), assignment=name).text())
     policy = describe_policy(course)
     print(Message(msg("grading.late_policy", policy=policy.ko).ko, msg("grading.late_policy", policy=policy.en).en).text())
 
@@ -181,7 +181,7 @@ def _collect(args):
     if args.folder is None:
         done = from_exchange(course, args.assignment)
     else:
-        at = parse_time(args.received_at) if args.received_at else None
+        at = parse_time(args.received_at, zone=course.zone) if args.received_at else None
         done = from_folder(course, args.assignment, args.folder, at)
     for item in done:  # entry names are the submitters': shown with their control characters escaped
         mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
