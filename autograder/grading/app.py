@@ -70,6 +70,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", type=Path, help="CSV 경로 (기본: git이 무시하는 instructor/grades-<날짜>.csv) / CSV path (default: instructor/grades-<date>.csv, ignored by git)")
     p.add_argument("--bom", action="store_true", help="BOM으로 시작 (스프레드시트가 한글을 바르게 읽음) / start with a byte-order mark (spreadsheets then read Hangul right)")
     p.add_argument("--assignment", action="append", help="이 과제만 (여러 번 쓸 수 있음) / only these assignments (repeatable)")
+    p.add_argument("--format", dest="fmt", choices=("long", "wide", "canvas", "moodle", "gradescope"), default="long",
+                   help="long: 학생과 과제마다 한 줄 (기본), wide: 학생마다 한 줄, canvas/moodle: 그 LMS의 성적 가져오기 CSV, "
+                        "gradescope: 과제 하나의 문항별 CSV / long: one row per student and assignment (default), "
+                        "wide: one row per student, canvas/moodle: that LMS's grade import CSV, "
+                        "gradescope: one assignment's per-question CSV")
     p.set_defaults(func=_export)
     p = sub.add_parser("check-hardware", help="이 컴퓨터에서 참조 해답을 몇 번 채점해 잃는 점수 보고 / grade the reference solutions here a few times; report lost points")
     p.add_argument("modules", nargs="*", help="예: 02_gpu_architecture (기본: 모든 solutions/NN_*) / e.g. 02_gpu_architecture (default: every solutions/NN_*)")
@@ -220,8 +225,8 @@ def _feedback(args):
 def _export(args):
     from .export import default_path, write
     course = _course(args)
-    path = args.to or default_path(course)
-    count = write(course, path, args.assignment, bom=args.bom)
+    path = args.to or default_path(course, args.fmt)
+    count = write(course, path, args.assignment, bom=args.bom, fmt=args.fmt)
     print(msg("grading.exported", path=path, count=count).text())
 
 
