@@ -165,12 +165,16 @@ def test_the_feedback_banner_shows_the_net_score_the_penalty_and_why():
 
 @pytest.fixture
 def late_gradebook(tmp_path):
-    """late04 scored 19 of 20, received a day and a minute late under 1 point per started day."""
+    """A course in ``tmp_path`` (the repository's nbgrader configuration): late04 scored 19 of 20, received a day
+    and a minute late under 1 point per started day (penalty 2); ontime01 scored 19 on time."""
+    import shutil
     from nbgrader.api import Gradebook
-    from traitlets.config import Config
-    from autograder.grading.deadlines import PLUGIN
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    with warnings.catch_warnings(), Gradebook(url) as gb:
+    from autograder.grading.course import CONFIG_FILE, REPO
+    from autograder.grading.deadlines import set_policy
+    shutil.copy(REPO / CONFIG_FILE, tmp_path / CONFIG_FILE)
+    course = Course(tmp_path)
+    set_policy(course, "per-day=1")
+    with warnings.catch_warnings(), Gradebook(course.gradebook_url, course.course_id) as gb:
         warnings.simplefilter("ignore")  # SQLAlchemy's, inside nbgrader's add_submission
         gb.add_assignment("ps1", duedate=datetime(2026, 12, 1, 14, 59))
         gb.add_notebook("nb", "ps1")
@@ -183,19 +187,17 @@ def late_gradebook(tmp_path):
             grade.auto_score, grade.needs_manual_grade = 19.0, False
             (tmp_path / "autograded" / student / "ps1").mkdir(parents=True)
             (tmp_path / "autograded" / student / "ps1" / "nb.ipynb").write_text("{}")
+            (tmp_path / "submitted" / student / "ps1").mkdir(parents=True)
+            (tmp_path / "submitted" / student / "ps1" / "timestamp.txt").write_text(f"{stamp} UTC")
         gb.db.commit()
-    config = Config()
-    config.CourseDirectory.root, config.CourseDirectory.db_url = str(tmp_path), url
-    config.AssignLatePenalties.plugin_class = PLUGIN
-    config.LatePenalty.per, config.LatePenalty.points = "day", 1.0
-    return config, url
+    return course
 
 
 def test_the_formgrader_api_shows_scores_net_of_the_late_penalty(late_gradebook):
     from nbgrader.api import Gradebook
     from nbgrader.coursedir import CourseDirectory
     from autograder.grading.net_scores import NetScoresAPI
-    config, url = late_gradebook
+    config = late_gradebook.config()
     api = NetScoresAPI(coursedir=CourseDirectory(config=config), config=config)
     subs = {s["student"]: s for s in api.get_submissions("ps1")}
     assert (subs["late04"]["score"], subs["late04"]["raw_score"], subs["late04"]["late_penalty"]) == (17.0, 19.0, 2.0)
@@ -205,7 +207,7 @@ def test_the_formgrader_api_shows_scores_net_of_the_late_penalty(late_gradebook)
     per_nb = {n["student"]: n["score"] for n in api.get_notebook_submissions("ps1", "nb")}
     assert per_nb == {"late04": 17.0, "ontime01": 19.0}
     assert {s["id"]: s["score"] for s in api.get_students()} == {"late04": 17.0, "ontime01": 19.0}
-    with Gradebook(url) as gb:  # shown, not stored: the gradebook is as it was
+    with Gradebook(late_gradebook.gradebook_url, late_gradebook.course_id) as gb:  # shown, not stored
         assert gb.find_submission("ps1", "late04").notebooks[0].late_submission_penalty is None
 
 
@@ -227,3 +229,41 @@ def test_the_course_jupyter_settings_make_the_formgrader_use_it():
         assert base.NbGraderAPI is net_scores.NetScoresAPI and "net" in server.log.text
     finally:
         base.NbGraderAPI = before
+
+
+def test_the_running_formgrader_answers_with_the_net_score(late_gradebook):
+    """nbgrader's formgrader in a real Jupyter server with the course's Jupyter settings: its API's score is net."""
+    import os
+    import secrets
+    import subprocess
+    import sys
+    from autograder.grading.course import REPO
+    from fixtures.servers import free_port, request, stop, wait_for
+    root = late_gradebook.root
+    port, token = free_port(), secrets.token_hex(16)
+    log = root / "server.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_"))}
+    env["JUPYTER_CONFIG_PATH"] = str(REPO / "autograder" / "data" / "jupyter")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", "--ip=127.0.0.1",
+             f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={root}", *(["--allow-root"] if os.geteuid() == 0 else [])],
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}/formgrader/api"
+        wait_for(f"{url}/assignments", token, proc, log)
+        status, body = request(f"{url}/submissions/ps1", token)
+        assert status == 200, body
+        shown = {s["student"]: s for s in json.loads(body)}
+        assert (shown["late04"]["score"], shown["late04"]["raw_score"], shown["late04"]["late_penalty"]) == (17, 19, 2)
+        assert shown["ontime01"]["score"] == 19
+        assert shown["late04"]["display_timestamp"].startswith("2026-12-03 00:00:00")  # Asia/Seoul, the class's zone
+        for path in ("student/late04", "submission/ps1/late04"):
+            status, body = request(f"{url}/{path}", token)
+            assert status == 200 and json.loads(body)["score"] == 17, (path, body)
+        status, body = request(f"{url}/submitted_notebooks/ps1/nb", token)
+        assert status == 200 and {n["student"]: n["score"] for n in json.loads(body)} == {"late04": 17, "ontime01": 19}
+    finally:
+        stop(proc)
+    assert "scores net of the late penalty" in log.read_text(errors="replace")

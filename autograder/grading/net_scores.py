@@ -35,11 +35,19 @@ class NetScoresAPI(NbGraderAPI):
         return self._net(super().get_notebook_submissions(assignment_id, notebook_id),
                          self._penalties(assignment_id, notebooks=True), lambda n: (assignment_id, n["student"], notebook_id))
 
+    def get_student(self, student_id, submitted=None):
+        found = super().get_student(student_id, submitted=submitted)
+        return found and self._net([found], self._per_student(), lambda s: s["id"])[0]
+
     def get_students(self):
-        per_student: dict[str, float] = {}
+        return self._net(super().get_students(), self._per_student(), lambda s: s["id"])
+
+    def _per_student(self) -> dict[str, float]:
+        """``{student: the penalties of all their late submissions}``."""
+        total: dict[str, float] = {}
         for (_, student), penalty in self._penalties().items():
-            per_student[student] = per_student.get(student, 0.0) + penalty
-        return self._net(super().get_students(), per_student, lambda s: s["id"])
+            total[student] = total.get(student, 0.0) + penalty
+        return total
 
     def _penalties(self, assignment: str | None = None, notebooks: bool = False) -> dict:
         """``{(assignment, student): penalty}`` (``notebooks``: ``{(assignment, student, notebook): penalty}``) of
