@@ -267,3 +267,13 @@ def test_the_running_formgrader_answers_with_the_net_score(late_gradebook):
     finally:
         stop(proc)
     assert "scores net of the late penalty" in log.read_text(errors="replace")
+
+
+@pytest.mark.parametrize("fmt", sorted(export.FORMATS))
+def test_no_cell_of_any_format_is_a_formula_or_a_control_sequence(tmp_path, monkeypatch, fmt):
+    table = _table()
+    table[1] = {**table[1], "last_name": "@SUM(A1)\x1b[2J", "email": "+cmd@example.org"}
+    _, out = _written(tmp_path, monkeypatch, fmt, table, ["00_demo"] if fmt == "gradescope" else None)
+    cells = [c for line in out for c in line if c and not c.replace(".", "").isdigit()]
+    assert not [c for c in cells if c.startswith(("=", "+", "-", "@")) or "\x1b" in c], fmt
+    assert any(c.startswith("'@SUM(A1)\\x1b[2J") for c in cells), fmt  # quoted, escaped, kept
