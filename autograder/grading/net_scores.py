@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 
+from nbgrader.api import Assignment, SubmittedAssignment
 from nbgrader.apps.api import NbGraderAPI
 
 from .deadlines import apply_penalties, plugin
@@ -21,7 +22,8 @@ class NetScoresAPI(NbGraderAPI):
 
     def get_submission(self, assignment_id, student_id, ungraded=None, students=None):
         found = super().get_submission(assignment_id, student_id, ungraded=ungraded, students=students)
-        return found and self._net([found], self._penalties(assignment_id), lambda s: (s["name"], s["student"]))[0]
+        return found and self._net([found], self._penalties(assignment_id, student_id),
+                                   lambda s: (s["name"], s["student"]))[0]
 
     def get_submissions(self, assignment_id):
         return self._net(super().get_submissions(assignment_id), self._penalties(assignment_id),
@@ -29,7 +31,8 @@ class NetScoresAPI(NbGraderAPI):
 
     def get_student_notebook_submissions(self, student_id, assignment_id):
         return self._net(super().get_student_notebook_submissions(student_id, assignment_id),
-                         self._penalties(assignment_id, notebooks=True), lambda n: (assignment_id, student_id, n["name"]))
+                         self._penalties(assignment_id, student_id, notebooks=True),
+                         lambda n: (assignment_id, student_id, n["name"]))
 
     def get_notebook_submissions(self, assignment_id, notebook_id):
         return self._net(super().get_notebook_submissions(assignment_id, notebook_id),
@@ -37,28 +40,33 @@ class NetScoresAPI(NbGraderAPI):
 
     def get_student(self, student_id, submitted=None):
         found = super().get_student(student_id, submitted=submitted)
-        return found and self._net([found], self._per_student(), lambda s: s["id"])[0]
+        return found and self._net([found], self._per_student(student_id), lambda s: s["id"])[0]
 
     def get_students(self):
         return self._net(super().get_students(), self._per_student(), lambda s: s["id"])
 
-    def _per_student(self) -> dict[str, float]:
-        """``{student: the penalties of all their late submissions}``."""
+    def _per_student(self, student: str | None = None) -> dict[str, float]:
+        """``{student: the penalties of all their late submissions}`` (of every student, or of ``student``)."""
         total: dict[str, float] = {}
-        for (_, student), penalty in self._penalties().items():
-            total[student] = total.get(student, 0.0) + penalty
+        for (_, who), penalty in self._penalties(student=student).items():
+            total[who] = total.get(who, 0.0) + penalty
         return total
 
-    def _penalties(self, assignment: str | None = None, notebooks: bool = False) -> dict:
+    def _penalties(self, assignment: str | None = None, student: str | None = None, notebooks: bool = False) -> dict:
         """``{(assignment, student): penalty}`` (``notebooks``: ``{(assignment, student, notebook): penalty}``) of
-        the late submissions, recomputed on the current scores; the gradebook is left as it was."""
+        the late submissions (of ``assignment``, of ``student``, or all), recomputed on the current scores; the
+        gradebook is left as it was."""
         out = {}
         late_plugin = plugin(None, self.config)
         with warnings.catch_warnings(), self.gradebook as gb:
             warnings.simplefilter("ignore")  # SQLAlchemy warnings inside nbgrader's API
-            names = [assignment] if assignment else [a.name for a in gb.assignments]
-            found = [s for name in names for s in gb.assignment_submissions(name)]
-            for submission in found:
+            found = gb.db.query(SubmittedAssignment).join(Assignment, Assignment.id == SubmittedAssignment.assignment_id) \
+                .filter(SubmittedAssignment.timestamp > Assignment.duedate)  # late, before any extension
+            if assignment:
+                found = found.filter(Assignment.name == assignment)
+            if student:
+                found = found.filter(SubmittedAssignment.student_id == student)
+            for submission in found.all():
                 if submission.total_seconds_late <= 0:
                     continue
                 total = apply_penalties(None, submission, late_plugin)
