@@ -190,6 +190,8 @@ def late_gradebook(tmp_path):
             (tmp_path / "submitted" / student / "ps1").mkdir(parents=True)
             (tmp_path / "submitted" / student / "ps1" / "timestamp.txt").write_text(f"{stamp} UTC")
         gb.db.commit()
+    course.folder("source", "ps1").mkdir(parents=True)
+    (course.folder("source", "ps1") / "nb.ipynb").write_text("{}")
     return course
 
 
@@ -207,6 +209,8 @@ def test_the_formgrader_api_shows_scores_net_of_the_late_penalty(late_gradebook)
     per_nb = {n["student"]: n["score"] for n in api.get_notebook_submissions("ps1", "nb")}
     assert per_nb == {"late04": 17.0, "ontime01": 19.0}
     assert {s["id"]: s["score"] for s in api.get_students()} == {"late04": 17.0, "ontime01": 19.0}
+    assert api.get_assignment("ps1")["average_score"] == 18.0  # (17 + 19) / 2
+    assert [n["average_score"] for n in api.get_notebooks("ps1")] == [18.0]
     with Gradebook(late_gradebook.gradebook_url, late_gradebook.course_id) as gb:  # shown, not stored
         assert gb.find_submission("ps1", "late04").notebooks[0].late_submission_penalty is None
 
@@ -262,6 +266,8 @@ def test_the_running_formgrader_answers_with_the_net_score(late_gradebook):
         for path in ("student/late04", "submission/ps1/late04"):
             status, body = request(f"{url}/{path}", token)
             assert status == 200 and json.loads(body)["score"] == 17, (path, body)
+        status, body = request(f"{url}/assignment/ps1", token)
+        assert status == 200 and json.loads(body)["average_score"] == 18, body
         status, body = request(f"{url}/submitted_notebooks/ps1/nb", token)
         assert status == 200 and {n["student"]: n["score"] for n in json.loads(body)} == {"late04": 17, "ontime01": 19}
     finally:

@@ -2,7 +2,7 @@
 
 nbgrader stores a late penalty on each submitted notebook (``late_submission_penalty``) but its formgrader
 shows only the sum of the grades. :class:`NetScoresAPI` is nbgrader's API with every submission's, notebook's
-and student's ``score`` net of the penalty, computed on the current scores (manual ones included) by the
+and student's ``score``, and the averages per assignment and notebook, net of the penalty, computed on the current scores (manual ones included) by the
 export's rule (:func:`deadlines.apply_penalties`), with ``raw_score`` and ``late_penalty`` beside it. The
 Jupyter server extension here (enabled in the course's Jupyter settings) makes the formgrader build it. The
 formgrader's pages have no place for the penalty or its reason: the export and the feedback show them.
@@ -37,6 +37,23 @@ class NetScoresAPI(NbGraderAPI):
     def get_notebook_submissions(self, assignment_id, notebook_id):
         return self._net(super().get_notebook_submissions(assignment_id, notebook_id),
                          self._penalties(assignment_id, notebooks=True), lambda n: (assignment_id, n["student"], notebook_id))
+
+    def get_assignment(self, assignment_id, released=None):
+        found = super().get_assignment(assignment_id, released=released)
+        if found and found.get("average_score"):
+            with warnings.catch_warnings(), self.gradebook as gb:
+                warnings.simplefilter("ignore")
+                count = gb.find_assignment(assignment_id).num_submissions
+            found["average_score"] = self._average(found["average_score"], self._penalties(assignment_id), count)
+        return found
+
+    def get_notebooks(self, assignment_id):
+        notebooks = super().get_notebooks(assignment_id)
+        penalties = self._penalties(assignment_id, notebooks=True)
+        for nb in notebooks:
+            mine = {k: v for k, v in penalties.items() if k[2] == nb["name"]}
+            nb["average_score"] = self._average(nb["average_score"], mine, nb.get("num_submissions") or 0)
+        return notebooks
 
     def get_student(self, student_id, submitted=None):
         found = super().get_student(student_id, submitted=submitted)
@@ -77,6 +94,11 @@ class NetScoresAPI(NbGraderAPI):
                     out[key] = total
             gb.db.rollback()
         return out
+
+    @staticmethod
+    def _average(average: float, penalties: dict, count: int) -> float:
+        """nbgrader's average over ``count`` submissions, less their penalties."""
+        return max(0.0, average - sum(penalties.values()) / count) if count else average
 
     @staticmethod
     def _net(items: list[dict], penalties: dict, key) -> list[dict]:
