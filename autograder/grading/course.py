@@ -80,6 +80,18 @@ class Course:
                 return found
         raise GradingError(msg("grading.no_assignment", assignment=assignment, root=self.root).text())
 
+    def check_assignment(self, assignment: str) -> None:
+        """Raise :class:`GradingError` unless ``assignment`` has a source folder or is in the gradebook."""
+        import warnings
+        from nbgrader.api import Gradebook
+        if self.folder("source", assignment).is_dir():
+            return
+        with warnings.catch_warnings(), Gradebook(self.gradebook_url, self.course_id) as gb:
+            warnings.simplefilter("ignore")
+            if assignment in {a.name for a in gb.assignments}:
+                return
+        raise GradingError(msg("grading.unknown_assignment", assignment=assignment).text())
+
 
 def api(course: Course, config: Config | None = None):
     """nbgrader's Python API on ``course`` (``config`` defaults to the course's)."""
