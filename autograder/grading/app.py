@@ -154,12 +154,12 @@ def _with_due(key: str, due: str, **values) -> Message:
 def _deadline(args):
     from .deadlines import describe_policy, due_dates, set_due, set_policy, show
     course = _course(args)
+    if args.assignment:
+        course.check_assignment(args.assignment)
     if args.late:
         set_policy(course, args.late)
     if args.assignment and args.due:
         set_due(course, args.assignment, args.due)
-    if args.assignment:
-        course.check_assignment(args.assignment)
     dates = due_dates(course)
     for name in [args.assignment] if args.assignment else sorted(dates):
         print(_with_due("grading.due_set", show(dates.get(name)), assignment=name).text())
