@@ -3,8 +3,12 @@ the exchange) unless --add-unknown; feedback --release says what it released and
 assignments and folders and a future --received-at exit non-zero with a bilingual reason; Hangul names get a
 romanised id suggestion; release refuses to replace an assignment in the exchange without --force. No grading here."""
 import json
+import os
 import shutil
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 from autograder.cli import main
 from autograder.grading import collect
@@ -133,3 +137,15 @@ def test_release_replaces_the_exchange_copy_only_with_force(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "already released" in out and "--force" in out and "이미" in out
     assert cli(course, "release", ASSIGNMENT, "--force") == 0
+
+
+def test_check_hardware_prints_no_library_warnings(tmp_path):
+    """nbgrader's API makes SQLAlchemy warn ("SAWarning: Object of type <SubmittedAssignment> not in session") as a
+    worker stores a submission: with two workers, check-hardware printed six of them; none reaches the terminal."""
+    env = {**os.environ, "COURSE_NO_PROGRESS": "1", "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, "-m", "autograder", "instructor", "check-hardware", "--root",
+                           str(Path(__file__).parent / "fixtures" / "course"), "--runs", "2", "--workers", "2"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "6/6        6/6" in done.stdout
+    assert "Warning" not in done.stderr and "Warning" not in done.stdout, done.stderr[-3000:]

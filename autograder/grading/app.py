@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..i18n import Message, msg
-from .course import REPO, Course, GradingError
+from .course import REPO, Course, GradingError, without_library_warnings
 
 
 def add_parser(subparsers) -> None:
@@ -109,7 +109,8 @@ def _course(args) -> Course:
 
 
 def _guard(run):
-    """Print a :class:`GradingError` (bilingual) instead of a traceback; exit status 2."""
+    """Print a :class:`GradingError` (bilingual) instead of a traceback; exit status 2. No library warnings."""
+    @without_library_warnings
     def wrapped(args) -> int:
         from .submit import SubmitError
         try:
