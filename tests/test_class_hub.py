@@ -8,7 +8,7 @@
   configurable-http-proxy and LocalProcessSpawner) on 127.0.0.1 for throwaway local accounts: an
   instructor and three students. Through the Hub's REST API and each user's server (nbgrader's
   server extensions): release, fetch, submit (reference, blank, a tampering case of the corpus),
-  then the course's own collect, parallel sandboxed grade, feedback --release and export as the
+  then the course's own roster import, collect, parallel sandboxed grade, feedback --release and export as the
   instructor, and each student fetches their feedback. Students can read neither each other's work
   nor the instructor's files; everything the test started is stopped (by pid) and removed.
 
@@ -365,7 +365,9 @@ def test_class_on_jupyterhub(hub):
     # The instructor's terminal: the course's own commands on the exchange, on COURSE_ROOT as the hub sets it.
     env = {"COURSE_ID": COURSE_ID, "COURSE_EXCHANGE": str(exchange), "COURSE_ROOT": str(course)}
     grades = course / "grades.csv"
-    for step in (["collect", ASSIGNMENT], ["grade", ASSIGNMENT, "--workers", "2", "--notebook-timeout", "300"],
+    roster = course / "roster.csv"
+    roster.write_text("id,first_name,last_name,email\n" + "".join(f"{s},,,\n" for s in CLASS), encoding="utf-8")
+    for step in (["roster", roster], ["collect", ASSIGNMENT], ["grade", ASSIGNMENT, "--workers", "2", "--notebook-timeout", "300"],
                  ["feedback", ASSIGNMENT, "--release"], ["export", "--to", grades]):
         done = _as(hub, INSTRUCTOR, sys.executable, "-m", "autograder", "instructor", *step, cwd=course, env=env, timeout=300)
         assert done.returncode == 0, (step, done.stdout[-3000:], done.stderr[-3000:])

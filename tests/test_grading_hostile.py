@@ -190,7 +190,7 @@ def test_collect_takes_identity_from_the_instructor_side(tmp_path, capsys):
     stub = _stub(course)
     submit(course, ASSIGNMENT, "kim01", inbox)
     kim01 = course.folder("submitted", "kim01", ASSIGNMENT)
-    assert cli(course, "instructor", "collect", ASSIGNMENT, str(inbox)) == 0
+    assert cli(course, "instructor", "collect", ASSIGNMENT, str(inbox), "--add-unknown") == 0
     assert "received 1, refused 0, replaced 0" in capsys.readouterr().out
     kept = (kim01 / "demo.ipynb").read_bytes()
     (inbox / "kim01__00_demo.zip").unlink()
@@ -218,7 +218,7 @@ def test_collect_takes_identity_from_the_instructor_side(tmp_path, capsys):
     course.folder("submitted", "henry").symlink_to(tmp_path / "outside")  # a link where henry's folder goes
     (inbox / "henry.ipynb").write_bytes(stub)
 
-    done = {c.source: c for c in from_folder(course, ASSIGNMENT, inbox)}
+    done = {c.source: c for c in from_folder(course, ASSIGNMENT, inbox, add_unknown=True)}
     refused = {s for s, c in done.items() if c.problem}
     assert refused == {"mallory__00_demo.zip", "linky.zip", "escape.zip", "bob.ipynb", "carol", "dave",
                        "erin.ipynb", "frank.ipynb"}, done
@@ -244,7 +244,7 @@ def test_collect_takes_identity_from_the_instructor_side(tmp_path, capsys):
     assert "mallory__00_demo.zip" in log.read_text(encoding="utf-8")
 
     capsys.readouterr()
-    assert cli(course, "instructor", "collect", ASSIGNMENT, str(inbox)) == 1  # refusals: non-zero
+    assert cli(course, "instructor", "collect", ASSIGNMENT, str(inbox), "--add-unknown") == 1  # refusals: non-zero
     out = capsys.readouterr().out
     assert "refused 8" in out and "replaced 3" in out and "거절 8" in out
 
@@ -334,7 +334,7 @@ def test_an_exchange_submission_with_a_link_is_refused_at_collect(tmp_path):
         (folder / "timestamp.txt").write_text("2026-11-23 10:00:00.000000 UTC")
     shutil.copyfile(course.folder("release", ASSIGNMENT, "demo.ipynb"), honest / "demo.ipynb")
     (linker / "demo.ipynb").symlink_to(solution)
-    done = {c.student: c for c in collect.from_exchange(course, ASSIGNMENT)}
+    done = {c.student: c for c in collect.from_exchange(course, ASSIGNMENT, add_unknown=True)}
     assert done["alice"].problem is None and course.folder("submitted", "alice", ASSIGNMENT, "demo.ipynb").is_file()
     # the time is when the exchange folder was made (the instructor's clock), not the one its name states
     from datetime import datetime, timezone

@@ -69,7 +69,7 @@ def test_collect_reads_zips_notebooks_and_folders_and_refuses_bad_entries(course
     with zipfile.ZipFile(inbox / "evil.zip", "w") as archive:
         archive.writestr("../../escape.ipynb", "{}")
     (inbox / "bad id!.ipynb").write_text("{}")
-    done = {c.source: c for c in from_folder(course, ASSIGNMENT, inbox)}
+    done = {c.source: c for c in from_folder(course, ASSIGNMENT, inbox, add_unknown=True)}
     assert done["evil.zip"].problem and "unsafe" in done["evil.zip"].problem
     assert done["bad id!.ipynb"].problem
     for student in ("zipper", "single", "foldered"):
@@ -91,7 +91,7 @@ def test_the_class_is_graded_with_feedback_and_export(course, tmp_path, capsys):
         if grade_id in cases["partial_stats"]["cells"]:
             cell.source = cases["partial_stats"]["cells"][grade_id]
     nbformat.write(nb, str(inbox / "part.ipynb"))
-    assert cli(course, "instructor", "collect", ASSIGNMENT, str(inbox)) == 0
+    assert cli(course, "instructor", "collect", ASSIGNMENT, str(inbox), "--add-unknown") == 0
     flag = "--require-sandbox" if sandbox.available() else "--no-sandbox"
     assert cli(course, "instructor", "grade", ASSIGNMENT, "--students", "ref,blank,part", "--workers", "2",
                "--cell-timeout", "20", flag) == 0

@@ -1,5 +1,6 @@
 """A PostgreSQL gradebook, against a real server on 127.0.0.1: the same class graded into PostgreSQL and
-into SQLite gives the same export, row for row; feedback and the formgrader's API read it.
+into SQLite gives the same export, row for row; feedback and the formgrader's API read it; the instructor guide's
+switch of a released course from SQLite to PostgreSQL runs as written.
 
 The server is Debian's ``postgresql`` (``initdb`` and ``pg_ctl`` from /usr/lib/postgresql/*/bin, or on
 PATH), started in a temporary folder for this module and stopped by its pid file; as root it runs as
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ import pytest
 from autograder.cli import main
 from autograder.grading.batch import grade_class
 from autograder.grading.course import REPO, Course
+from autograder.grading.deadlines import show
 from autograder.grading.generate import generate
 from fixtures.grading_course import ASSIGNMENT, HERE, build, corpus
 from fixtures import servers
@@ -188,3 +191,39 @@ def _export_with(root: Path, url: str, path: Path) -> list[dict]:
     assert main(["instructor", "export", "--root", str(root), "--db-url", url, "--to", str(path)]) == 0
     with open(path, encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def test_the_guides_switch_to_postgresql_runs_as_written(server, tmp_path, monkeypatch, capsys):
+    """docs/instructor.md, "Grading a large course", 1: a course released on SQLite switches to PostgreSQL with the
+    guide's commands (the roster import creates the tables; `release --force` puts the assignment back with its due
+    date), then collects, grades and exports from PostgreSQL."""
+    monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
+    root = tmp_path / "course"
+    shutil.copytree(HERE / "course" / "solutions", root / "solutions")
+    shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")  # a clone of the course carries it
+    cli = lambda *args: main(["instructor", *map(str, args), "--root", str(root)])  # noqa: E731
+    assert cli("release", ASSIGNMENT) == 0  # the class started on SQLite
+    roster = tmp_path / "students.csv"
+    roster.write_text("id,first_name,last_name,email\nq01,Ada,Lovelace,ada@example.org\n", encoding="utf-8")
+
+    url = server("course_c")  # createdb
+    monkeypatch.setenv("COURSE_GRADEBOOK_URL", url)  # export COURSE_GRADEBOOK_URL=...
+    capsys.readouterr()
+    assert cli("release", ASSIGNMENT) == 2  # already in the exchange: the guide's --force is needed
+    assert "--force" in capsys.readouterr().out
+    assert cli("roster", roster) == 0
+    due = (datetime.now(timezone.utc) + timedelta(days=7)).replace(second=0, microsecond=0)
+    assert cli("release", ASSIGNMENT, "--force", "--due", due.isoformat()) == 0
+    assert show(due) in capsys.readouterr().out
+
+    course = Course(root)
+    assert course.gradebook_url == url
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    shutil.copy(course.folder("source", ASSIGNMENT, "demo.ipynb"), inbox / "q01.ipynb")
+    assert cli("collect", ASSIGNMENT, inbox) == 0
+    assert cli("grade", ASSIGNMENT, "--workers", "1") == 0
+    rows = _export_with(root, url, tmp_path / "out.csv")
+    assert [(r["student_id"], r["first_name"], float(r["score"]), r["status"]) for r in rows] == \
+        [("q01", "Ada", 6.0, "graded")]
+    assert rows[0]["due"] == show(due)

@@ -79,7 +79,7 @@ def test_collect_prints_entry_names_with_their_control_characters_escaped(tmp_pa
     inbox = tmp_path / "inbox"
     inbox.mkdir()
     (inbox / "kim\x1b[2J\x1b[1A.ipynb").write_text("{}", encoding="utf-8")
-    assert main(["instructor", "collect", ASSIGNMENT, str(inbox), "--root", str(course.root)]) == 1
+    assert main(["instructor", "collect", ASSIGNMENT, str(inbox), "--add-unknown", "--root", str(course.root)]) == 1
     out = capsys.readouterr().out
     assert "\x1b" not in out and "kim\\x1b[2J\\x1b[1A" in out
 
@@ -100,7 +100,7 @@ def test_collect_says_what_a_refused_zip_holds(tmp_path):
     _zip(inbox / "two__00_demo.zip", {"first.ipynb": stub, "second.ipynb": stub})
     _zip(inbox / "deep__00_demo.zip", {"a/b/demo.ipynb": stub, "a/readme.txt": b"x"})
     _zip(inbox / "none__00_demo.zip", {"readme.txt": b"x"})
-    done = {c.source: c for c in from_folder(course, ASSIGNMENT, inbox)}
+    done = {c.source: c for c in from_folder(course, ASSIGNMENT, inbox, add_unknown=True)}
     two, deep, none = (done[f"{s}__00_demo.zip"] for s in ("two", "deep", "none"))
     assert "first.ipynb, second.ipynb" in two.problem and "demo.ipynb" in two.problem and "노트북" in two.why.ko
     assert "b/demo.ipynb" in deep.problem

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from ..i18n import Message, msg
-from .course import REPO, Course, GradingError
+from .course import REPO, Course, GradingError, without_library_warnings
 
 
 def add_parser(subparsers) -> None:
@@ -29,6 +29,8 @@ def add_parser(subparsers) -> None:
     p = sub.add_parser("release", parents=[parent], help="학생용을 만들어 nbgrader 교환 폴더로 배포 / generate, then release to the nbgrader exchange")
     p.add_argument("assignment")
     p.add_argument("--due", help="마감, 예: 2026-12-01T23:59+09:00 (`deadline` 참고) / due date, e.g. 2026-12-01T23:59+09:00 (see `deadline`)")
+    p.add_argument("--force", action="store_true", help="교환 폴더에 이미 있는 과제를 바꿈 (예: 새 성적부로 옮긴 뒤) / "
+                                                         "replace the assignment already in the exchange (e.g. after switching to a new gradebook)")
     p.set_defaults(func=_release)
     p = sub.add_parser("deadline", parents=[parent], help="마감과 지각 감점을 정하거나 보기 / set or show due dates and the late penalty")
     p.add_argument("assignment", nargs="?", help="예: 01_devices (기본: 모든 과제 나열) / e.g. 01_devices (default: list every assignment)")
@@ -42,6 +44,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("assignment")
     p.add_argument("folder", nargs="?", type=Path, help="제출물 폴더 (기본: 교환 폴더) / folder of submissions (default: the exchange)")
     p.add_argument("--received-at", help="폴더의 파일을 받은 시각 (기본: 지금) / when the folder's files were received (default: now), e.g. 2026-12-01T23:00+09:00")
+    p.add_argument("--add-unknown", action="store_true", help="명단에 없는 학생도 받고 명단에 넣음 (기본: 거절) / "
+                                                               "also take students not on the roster, adding them to it (default: refuse them)")
     p.set_defaults(func=_collect)
     p = sub.add_parser("grade", parents=[parent], help="격리된 환경에서 병렬 자동 채점 / autograde in parallel, isolated")
     p.add_argument("assignment")
@@ -110,7 +114,8 @@ def _course(args) -> Course:
 
 
 def _guard(run):
-    """Print a :class:`GradingError` (bilingual) instead of a traceback; exit status 2."""
+    """Print a :class:`GradingError` (bilingual) instead of a traceback; exit status 2. No library warnings."""
+    @without_library_warnings
     def wrapped(args) -> int:
         from .submit import SubmitError
         try:
@@ -138,7 +143,7 @@ def _release(args):
     from .deadlines import due_dates, set_due, show
     from .generate import release
     course = _course(args)
-    release(course, args.assignment)
+    release(course, args.assignment, force=args.force)
     if args.due is not None:
         set_due(course, args.assignment, args.due)
     due = due_dates(course).get(args.assignment)
@@ -155,6 +160,8 @@ def _with_due(key: str, due: str, **values) -> Message:
 def _deadline(args):
     from .deadlines import describe_policy, due_dates, set_due, set_policy, show
     course = _course(args)
+    if args.assignment:
+        course.check_assignment(args.assignment)
     if args.late:
         set_policy(course, args.late)
     if args.assignment and args.due:
@@ -184,14 +191,16 @@ def _collect(args):
     from .safetext import shown
     course = _course(args)
     if args.folder is None:
-        done = from_exchange(course, args.assignment)
+        done = from_exchange(course, args.assignment, args.add_unknown)
     else:
         at = parse_time(args.received_at, zone=course.zone) if args.received_at else None
-        done = from_folder(course, args.assignment, args.folder, at)
+        done = from_folder(course, args.assignment, args.folder, at, args.add_unknown)
     for item in done:  # entry names are the submitters': shown with their control characters escaped
         mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
         why = Message(shown(item.why.ko), shown(item.why.en)).text() if item.why is not None else ""
         print(f"{mark} {shown(item.student):<20} {shown(item.source)}  {why}".rstrip())
+        if item.added:
+            print(f"   ➕ {msg('grading.collect_added', student=shown(item.student)).text()}")
         if item.note is not None:
             print(f"   ⚠️ {Message(shown(item.note.ko), shown(item.note.en)).text()}")
     print(summary(done).text())
@@ -206,6 +215,7 @@ def _grade(args):
     from .export import rows, summary
     from .worker import Limits
     course = _course(args)
+    course.check_assignment(args.assignment)
     limits = Limits(args.cell_timeout, args.notebook_timeout, int(args.memory_gb * 2**30), args.measurement_timeout)
     isolate = True if args.require_sandbox else False if args.no_sandbox else None
     students = args.students.split(",") if args.students else None
@@ -225,6 +235,8 @@ def _feedback(args):
 def _export(args):
     from .export import default_path, write
     course = _course(args)
+    for assignment in args.assignment or []:
+        course.check_assignment(assignment)
     path = args.to or default_path(course, args.fmt)
     count = write(course, path, args.assignment, bom=args.bom, fmt=args.fmt)
     print(msg("grading.exported", path=path, count=count).text())

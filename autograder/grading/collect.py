@@ -14,24 +14,30 @@ instructor's side received it: the time of this collect or the time the instruct
 (``--received-at``) for a folder; the time the exchange folder was made for the exchange. Neither
 the file's modification time nor the ``submission.json`` time is trusted; a stated time that would
 change the verdict (or lies in the future) is kept in ``.nbgrader/received/<assignment>/<id>.json``
-and shown by collect, the export and the feedback.
+and shown by collect, the export and the feedback. A ``--received-at`` in the future is refused.
+
+Only students on the roster (the gradebook's students) are collected: an entry of anyone else (an OS
+account such as ``root`` in the exchange) is refused, saying so, unless ``add_unknown`` puts them on
+the roster first (``collect --add-unknown``).
 """
 from __future__ import annotations
 
+import contextlib
 import io
-import os
 import json
+import os
 import re
 import shutil
 import stat
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from ..i18n import Message, msg
-from .course import Course, api, succeed
-from .roster import id_problem
+from .course import Course, GradingError, api, succeed
+from .roster import add_students, id_problem, students
 from .scratch import MAX_FILE_BYTES, TIMESTAMP, UnsafeFile, fresh_folder, read_regular, write_new
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # kept for old imports; the rule: roster.id_problem
@@ -49,6 +55,7 @@ class Collected:
     replaced: bool = False  # an earlier submission of this student was replaced
     ignored: bool = False  # for another assignment: neither received nor refused
     note: Message | None = None  # the submission's own time disagrees with the received time
+    added: bool = False  # put on the roster by this collect (add_unknown)
 
 
 class Refused(ValueError):
@@ -60,15 +67,21 @@ class Refused(ValueError):
 TOLERANCE_S = 600  # a stated time this much after the received time is shown (clocks differ a little)
 
 
-def from_exchange(course: Course, assignment: str) -> list[Collected]:
+def from_exchange(course: Course, assignment: str, add_unknown: bool = False) -> list[Collected]:
     """nbgrader collect (the exchange that ``nbgrader submit`` and the Assignments tab use); then each
     collected submission's time is the time its exchange folder was made (the folder's inode change
-    time, which its owner cannot set back), not the time its name or ``timestamp.txt`` states."""
+    time, which its owner cannot set back), not the time its name or ``timestamp.txt`` states.
+    A student not on the roster is refused (nothing of theirs stays in ``submitted/``) unless ``add_unknown``."""
+    course.check_assignment(assignment)
     config = course.config()
     inbound = Path(config.Exchange.root) / course.course_id / "inbound"
-    unsafe = {entry.name: found for entry in (inbound.glob(f"*+{assignment}+*") if inbound.is_dir() else [])
+    entries = list(inbound.glob(f"*+{assignment}+*")) if inbound.is_dir() else []
+    unsafe = {entry.name: found for entry in entries
               if (found := _special_entry(entry))}  # nbgrader's collect would copy what a link points at
-    succeed(api(course).collect(assignment), "grading.collect_failed", assignment=assignment)
+    unknown = {entry.name.split("+")[0] for entry in entries} - set(students(course))
+    unknown = {s for s in unknown if not id_problem(s)}
+    with _held(course, assignment, set() if add_unknown else unknown):
+        succeed(api(course).collect(assignment), "grading.collect_failed", assignment=assignment)
     latest = {}
     for entry in inbound.glob(f"*+{assignment}+*") if inbound.is_dir() else []:
         parts = entry.name.split("+")
@@ -89,6 +102,10 @@ def from_exchange(course: Course, assignment: str) -> list[Collected]:
             done.append(_refused(course, assignment, student, name, id_problem(student)))
             continue
         folder = course.folder("submitted", student, assignment)
+        if student in unknown and not add_unknown:
+            done.append(_refused(course, assignment, student, name, msg("grading.not_on_roster", student=student,
+                                                                        name=name), off_roster=True))
+            continue
         if name in unsafe:
             if _is_folder(folder):
                 shutil.rmtree(folder)  # what nbgrader copied through the link: never graded
@@ -101,8 +118,36 @@ def from_exchange(course: Course, assignment: str) -> list[Collected]:
         at = made if disagrees else claimed
         write_new(folder / TIMESTAMP, at.isoformat().encode("utf-8"))
         note = _remember(course, assignment, student, name, at, claimed, disagrees, "exchange")
-        done.append(Collected(student, name, note=note))
+        done.append(Collected(student, name, note=note, added=student in unknown))
+    add_students(course, [c.student for c in done if c.added])
     return done
+
+
+@contextlib.contextmanager
+def _held(course: Course, assignment: str, unknown: set[str]):
+    """Around nbgrader's collect (which takes everyone in the exchange): what it copies for ``unknown`` students
+    is removed afterwards, and a folder of theirs that was there before is put back as it was."""
+    hold = course.private("collect", "held")
+    kept = []
+    for student in sorted(unknown):
+        folder = course.folder("submitted", student, assignment)
+        if _is_folder(folder):
+            hold.mkdir(parents=True, exist_ok=True)
+            place = Path(tempfile.mkdtemp(dir=hold)) / assignment
+            folder.rename(place)
+            kept.append((folder, place))
+    try:
+        yield
+    finally:
+        for student in unknown:
+            if _is_folder(course.folder("submitted", student, assignment)):
+                shutil.rmtree(course.folder("submitted", student, assignment))
+            with contextlib.suppress(OSError):
+                course.folder("submitted", student).rmdir()  # only if nothing else of theirs is there
+        for folder, place in kept:
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            place.rename(folder)
+            place.parent.rmdir()
 
 
 def _special_entry(folder: Path) -> str | None:
@@ -165,13 +210,22 @@ def received(course: Course, assignment: str, student: str) -> dict:
         return {}
 
 
-def from_folder(course: Course, assignment: str, folder: Path, received_at: datetime | None = None) -> list[Collected]:
+def from_folder(course: Course, assignment: str, folder: Path, received_at: datetime | None = None,
+                add_unknown: bool = False) -> list[Collected]:
     """Copy every student's notebooks from ``folder``; a later entry for the same student replaces an earlier one.
-    Each is received at ``received_at`` (default: now)."""
+    Each is received at ``received_at`` (default: now; a time in the future is refused). A student not on the
+    roster is refused unless ``add_unknown`` (then they are put on it)."""
     notebooks = course.notebooks(assignment)
     folder = Path(folder)
-    at = (received_at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    if not _is_folder(folder):
+        raise GradingError(msg("grading.collect_no_folder", folder=folder).text())
+    now = datetime.now(timezone.utc)
+    if received_at is not None and received_at > now:
+        raise GradingError(msg("grading.received_in_future", when=received_at.isoformat(),
+                               now=now.astimezone().isoformat(timespec="seconds")).text())
+    at = (received_at or now).astimezone(timezone.utc)
     due = _due(course, assignment)
+    roster = set(students(course))
     done = []
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith("."):
@@ -183,12 +237,20 @@ def from_folder(course: Course, assignment: str, folder: Path, received_at: date
                 continue
             if id_problem(student):
                 raise Refused(id_problem(student))
+            if student not in roster and not add_unknown:
+                done.append(_refused(course, assignment, student, entry.name,
+                                     msg("grading.not_on_roster", student=student, name=entry.name), off_roster=True))
+                continue
             files, stated = _read(folder, entry.name, assignment, notebooks, student)
             claimed = _stated_time(stated)
+            newcomer = student not in roster
+            if newcomer:
+                add_students(course, [student])
+                roster.add(student)
             replaced = _store(course, assignment, student, files, at.isoformat())
             note = _remember(course, assignment, student, entry.name, at, claimed, _disagrees(claimed, at, due),
                              "folder")
-            done.append(Collected(student, entry.name, replaced=replaced, note=note))
+            done.append(Collected(student, entry.name, replaced=replaced, note=note, added=newcomer))
         except (Refused, UnsafeFile) as exc:
             done.append(_refused(course, assignment, student, entry.name, exc.reason))
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
@@ -210,12 +272,15 @@ def refusal_log(course: Course, assignment: str) -> Path:
     return course.private("collect", f"{assignment}.jsonl")
 
 
-def _refused(course: Course, assignment: str, student: str, source: str, reason: Message) -> Collected:
+def _refused(course: Course, assignment: str, student: str, source: str, reason: Message,
+             off_roster: bool = False) -> Collected:
+    """Log the refusal (``off_roster``: of someone not in the class, whom the export leaves out)."""
     log = refusal_log(course, assignment)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({"time": datetime.now(timezone.utc).isoformat(), "source": source,
-                                 "student": student, "reason": reason.en}, ensure_ascii=False) + "\n")
+                                 "student": student, "reason": reason.en, "off_roster": off_roster},
+                                ensure_ascii=False) + "\n")
     return Collected(student, source, reason.en, reason)
 
 

@@ -1,8 +1,10 @@
 """Where a course lives and how nbgrader is configured for it."""
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
@@ -95,6 +97,17 @@ class Course:
                 return found
         raise GradingError(msg("grading.no_assignment", assignment=assignment, root=self.root).text())
 
+    def check_assignment(self, assignment: str) -> None:
+        """Raise :class:`GradingError` unless ``assignment`` has a source folder or is in the gradebook."""
+        from nbgrader.api import Gradebook
+        if self.folder("source", assignment).is_dir():
+            return
+        with warnings.catch_warnings(), Gradebook(self.gradebook_url, self.course_id) as gb:
+            warnings.simplefilter("ignore")
+            if assignment in {a.name for a in gb.assignments}:
+                return
+        raise GradingError(msg("grading.unknown_assignment", assignment=assignment).text())
+
 
 def api(course: Course, config: Config | None = None):
     """nbgrader's Python API on ``course`` (``config`` defaults to the course's)."""
@@ -111,3 +124,16 @@ def succeed(result: dict, key: str, **values) -> dict:
         detail = (result.get("log") or "") + (result.get("error") or "")
         raise GradingError(msg(key, **values).text() + "\n" + detail.strip())
     return result
+
+
+def without_library_warnings(function):
+    """``function`` without the SQLAlchemy warnings nbgrader's API raises as it works (``SAWarning``: "Object of type
+    <SubmittedAssignment> not in session", known and harmless): they would reach the instructor's terminal, from
+    this process and from every worker."""
+    @functools.wraps(function)
+    def quiet(*args, **kwargs):
+        from sqlalchemy.exc import SAWarning
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=SAWarning)
+            return function(*args, **kwargs)
+    return quiet

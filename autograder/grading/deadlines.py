@@ -121,8 +121,7 @@ def ensure_assignment(course: Course, assignment: str) -> None:
             return
         except MissingEntry:
             pass
-    if not course.folder("source", assignment).is_dir():
-        raise GradingError(msg("grading.unknown_assignment", assignment=assignment).text())
+    course.check_assignment(assignment)
     with tempfile.TemporaryDirectory() as release:
         generate(course, assignment, release_dir=Path(release))
 

@@ -256,17 +256,18 @@ def _with_reason(row: dict, reasons: list) -> dict:
 
 
 def refused_students(course: Course, assignment: str) -> set[str]:
-    """Students (with a valid id) whose entry collect refused."""
+    """Students (with a valid id, on the roster) whose entry collect refused."""
     import json
     from .collect import refusal_log
     log = refusal_log(course, assignment)
     found = set()
     for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
         try:
-            student = json.loads(line).get("student")
+            entry = json.loads(line)
         except ValueError:
             continue
-        if isinstance(student, str) and not id_problem(student):
+        student = entry.get("student")
+        if isinstance(student, str) and not id_problem(student) and not entry.get("off_roster"):
             found.add(student)
     return found
 

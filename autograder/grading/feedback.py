@@ -22,23 +22,24 @@ from pathlib import Path
 import nbformat
 
 from ..i18n import Message, msg
-from .course import Course, api, succeed
+from .course import Course, GradingError, api, succeed
 from .safe_html import SafeHTMLExporter, policy, with_policy
 from .scratch import TIMESTAMP, UnsafeFile, fresh_folder, make_folder, read_regular, write_new
 
 
 def feedback(course: Course, assignment: str, student: str | None = None, release: bool = False,
              out=None) -> list[Path]:
-    """Write ``feedback/<student>/<assignment>/*.html``; ``release`` also puts it in the exchange.
-    Returns the files written; a student whose feedback failed is printed to ``out`` with the reason."""
+    """Write ``feedback/<student>/<assignment>/*.html``; ``release`` also puts it in the exchange (see
+    :func:`release_to_exchange`). Returns the files written; a student whose feedback failed is printed to ``out``
+    with the reason. An unknown assignment or student raises :class:`GradingError`."""
     from .export import rows
-    from .roster import id_problem
+    from .roster import check_student, id_problem
     out = out or sys.stdout
+    course.check_assignment(assignment)
+    if student:
+        check_student(course, student, assignment)
     graded = course.folder("autograded")
     table = {r["student_id"]: r for r in rows(course, [assignment])}
-    if student and id_problem(student):
-        print(id_problem(student).text(), file=out)
-        return []
     notebooks = course.notebooks(assignment)
     everyone = sorted(p.name for p in graded.iterdir() if _is_dir(p / assignment) and any(
         _is_file(p / assignment / f"{n}.ipynb") for n in notebooks)) if graded.is_dir() else []
@@ -100,13 +101,30 @@ def feedback(course: Course, assignment: str, student: str | None = None, releas
             problems[s] = exc.reason.en if isinstance(exc, UnsafeFile) else f"{type(exc).__name__}: {exc}"
     for s, detail in sorted(problems.items()):
         print(msg("grading.feedback_student_failed", student=s, detail=detail).text(), file=out)
-    if release and written:
-        config = course.config()  # feedback of a submission that did not come through the exchange stays here
-        config.CourseDirectory.student_id_exclude = ",".join(sorted(
-            {p.parent.parent.name for p in written if not (p.parent / SUBMISSION_FILES[1]).is_file()}))
-        succeed(api(course, config).release_feedback(assignment, student_id=student), "grading.feedback_failed",
-                assignment=assignment)
+    if release:
+        release_to_exchange(course, assignment, written, student, out)
     return sorted(written)
+
+
+def release_to_exchange(course: Course, assignment: str, written: list[Path], student: str | None, out) -> None:
+    """Release the feedback of each submission that came through the exchange (nbgrader's release_feedback);
+    print who got theirs and who did not, and why. Raise :class:`GradingError` when nobody's was released."""
+    folders = sorted({p.parent for p in written})
+    came = [f.parent.name for f in folders if (f / SUBMISSION_FILES[1]).is_file()]
+    kept = [f.parent.name for f in folders if f.parent.name not in came]
+    for s in kept:  # from a folder (no exchange secret to name it by) or not collected at all
+        why = "grading.feedback_kept_folder" if course.folder("submitted", s, assignment).is_dir() else \
+            "grading.feedback_kept_none"
+        print(msg(why, student=s, folder=course.folder("feedback", s, assignment)).text(), file=out)
+    if not came:
+        raise GradingError(msg("grading.feedback_nothing_released", assignment=assignment, count=len(folders),
+                               folder=course.folder("feedback")).text())
+    config = course.config()
+    config.CourseDirectory.student_id_exclude = ",".join(kept)
+    succeed(api(course, config).release_feedback(assignment, student_id=student), "grading.feedback_failed",
+            assignment=assignment)
+    print(msg("grading.feedback_released", count=len(came), students=", ".join(came),
+              exchange=config.Exchange.root).text(), file=out)
 
 
 SUBMISSION_FILES = (TIMESTAMP, "submission_secret.txt")  # what nbgrader's release_feedback reads next to the HTML

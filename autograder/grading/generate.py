@@ -8,7 +8,8 @@ from pathlib import Path
 from .. import modules
 from ..checks import expected
 from ..checks.core import canonical
-from .course import Course, api, succeed
+from ..i18n import msg
+from .course import Course, GradingError, api, succeed
 
 
 def write_expected(module_id: str) -> Path | None:
@@ -40,8 +41,13 @@ def generate(course: Course, assignment: str, release_dir: Path | None = None) -
     return Path(config.CourseDirectory.root, config.CourseDirectory.release_directory, assignment)
 
 
-def release(course: Course, assignment: str) -> None:
-    """Generate, then copy the student version to the exchange (for ``nbgrader fetch`` / the Assignments tab)."""
+def release(course: Course, assignment: str, force: bool = False) -> None:
+    """Generate (which creates the gradebook's tables on a new database), then copy the student version to the
+    exchange (for ``nbgrader fetch`` / the Assignments tab); one already there is replaced only with ``force``."""
+    config = course.config()
+    if not force and (Path(config.Exchange.root) / course.course_id / "outbound" / assignment).is_dir():
+        raise GradingError(msg("grading.release_exists", assignment=assignment, exchange=config.Exchange.root).text())
     generate(course, assignment)
-    Path(course.config().Exchange.root).mkdir(parents=True, exist_ok=True)
-    succeed(api(course).release_assignment(assignment), "grading.release_failed", assignment=assignment)
+    Path(config.Exchange.root).mkdir(parents=True, exist_ok=True)
+    config.ExchangeReleaseAssignment.force = force
+    succeed(api(course, config).release_assignment(assignment), "grading.release_failed", assignment=assignment)

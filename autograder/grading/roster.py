@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import re
-import unicodedata
 import warnings
 from pathlib import Path
 
@@ -38,9 +37,12 @@ def valid_id(student: str) -> bool:
 
 
 def suggest(student) -> str:
-    """An id close to ``student`` that the rule accepts ('' if none): accents dropped, other letters removed."""
-    text = unicodedata.normalize("NFKD", str(student))
-    text = re.sub(r"[^A-Za-z0-9._-]+", "", text.encode("ascii", "ignore").decode()).lstrip("._-")[:64]
+    """An id close to ``student`` that the rule accepts ('' if none): each letter outside ASCII transliterated in
+    lower case by anyascii (Hangul in the Revised Romanization, ``김민준`` -> ``gimminjun``; ``ü`` -> ``u``), other
+    signs removed."""
+    from anyascii import anyascii
+    text = "".join(c if c.isascii() else anyascii(c).lower() for c in str(student))
+    text = re.sub(r"[^A-Za-z0-9._-]+", "", text).lstrip("._-")[:64]
     return text if _RULE.fullmatch(text or "-") else ""
 
 
@@ -81,3 +83,19 @@ def students(course: Course) -> dict[str, dict]:
         warnings.simplefilter("ignore")
         return {s.id: {"first_name": s.first_name or "", "last_name": s.last_name or "", "email": s.email or ""}
                 for s in gb.students}
+
+
+def add_students(course: Course, ids) -> None:
+    """Put ``ids`` on the roster without names (``collect --add-unknown``)."""
+    with warnings.catch_warnings(), Gradebook(course.gradebook_url, course.course_id) as gb:
+        warnings.simplefilter("ignore")
+        for student in ids:
+            gb.update_or_create_student(student)
+
+
+def check_student(course: Course, student: str, assignment: str) -> None:
+    """Raise :class:`GradingError` unless ``student`` is a valid id on the roster or with a submission of ``assignment``."""
+    if id_problem(student):
+        raise GradingError(id_problem(student).text())
+    if student not in students(course) and not course.folder("submitted", student, assignment).is_dir():
+        raise GradingError(msg("grading.unknown_student", student=student, assignment=assignment).text())

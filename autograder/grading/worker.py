@@ -14,7 +14,7 @@ from traitlets import Unicode
 from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput
 
 from ..i18n import msg
-from .course import Course, api
+from .course import Course, api, without_library_warnings
 from .intake import admit
 from .preprocessors import SandboxedExecute, SaveRescoredGrades, note
 from .scratch import prepare
@@ -60,6 +60,7 @@ class Outcome:
     autograded: str = ""  # the scratch folder with the autograded notebooks
 
 
+@without_library_warnings
 def grade(job: Job) -> Outcome:
     """Autograde ``job`` with nbgrader in a scratch course; never raises."""
     start = time.monotonic()
