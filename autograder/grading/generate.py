@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import modules
 from ..checks import expected
 from ..checks.core import canonical
+from . import seeds
 from .course import Course, api, succeed
 
 
@@ -41,7 +42,9 @@ def generate(course: Course, assignment: str, release_dir: Path | None = None) -
 
 
 def release(course: Course, assignment: str) -> None:
-    """Generate, then copy the student version to the exchange (for ``nbgrader fetch`` / the Assignments tab)."""
+    """Generate, then copy the student version to the exchange (for ``nbgrader fetch`` / the Assignments tab); the
+    assignment's seed is drawn now unless it has one (``seeds.of``)."""
     generate(course, assignment)
+    seeds.of(course, assignment)
     Path(course.config().Exchange.root).mkdir(parents=True, exist_ok=True)
     succeed(api(course).release_assignment(assignment), "grading.release_failed", assignment=assignment)
