@@ -149,8 +149,9 @@ class RefereeServer:
 
     def _device(self, session: dict, op: str, request: dict) -> dict:
         """A simulated device held here: ``device`` makes the one of a trusted case (parameters drawn from the
-        submission's key, the task and the case: the same at every grading) and tells the kernel only the attributes the device's ``shown`` names; ``call`` runs one of
-        its public methods; handles stand for what is not plain data."""
+        submission's key, the task and the case: the same at every grading) and tells the kernel only the attributes
+        the device's ``shown`` names; ``call`` runs one of its public methods; handles stand for what is not plain
+        data."""
         if op == "device":
             cases = [json.dumps(c, sort_keys=True) for c in session["cases"]]
             wanted = json.dumps(request.get("case"), sort_keys=True)
