@@ -12,7 +12,7 @@ import pytest
 
 from autograder.checks import core, referee, task
 from autograder.cli import main
-from autograder.grading import seeds
+from autograder.grading import preprocessors, seeds
 from autograder.grading.batch import grade_class
 from autograder.grading.referee import RefereeServer
 from fixtures.grading_course import ASSIGNMENT, SIGN_DEPENDENT, build, corpus, demo_course, sign_dependent_score
@@ -60,7 +60,8 @@ def _export(course, path) -> list[dict]:
         return [{k: v for k, v in row.items() if k not in TIMING} for row in csv.DictReader(handle)]
 
 
-def test_grading_a_class_twice_gives_the_same_rows_and_a_new_seed_is_drawn_only_on_purpose(tmp_path, capsys):
+def test_grading_a_class_twice_gives_the_same_rows_and_a_new_seed_is_drawn_only_on_purpose(tmp_path, capsys,
+                                                                                           monkeypatch):
     course = demo_course(tmp_path / "course")
     cases = corpus()
     for student, name in {"r01": "all_correct", "r02": "hard_coded", "r03": "partial_stats"}.items():
@@ -74,8 +75,19 @@ def test_grading_a_class_twice_gives_the_same_rows_and_a_new_seed_is_drawn_only_
     row = {r["student_id"]: r for r in first}["r04"]
     assert float(row["score"]) == pytest.approx(sign_dependent_score(stored.seed)), stored  # the stored seed's cases
 
+    keys = {}
+
+    class Referee(RefereeServer):  # one worker grades in this process: the key each submission's referee got
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            keys[self.path] = self.device_key
+
+    monkeypatch.setattr(preprocessors, "RefereeServer", Referee)
     grade_class(course, ASSIGNMENT, workers=1, isolate=False)
     assert _export(course, tmp_path / "second.csv") == first
+    assert sorted(keys.values()) == sorted(seeds.submission_key(stored.secret, ASSIGNMENT, s)
+                                           for s in ("r01", "r02", "r03", "r04"))
+    monkeypatch.undo()
 
     capsys.readouterr()
     args = ["instructor", "grade", ASSIGNMENT, "--root", str(course.root), "--no-sandbox", "--new-seed"]
