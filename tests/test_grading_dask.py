@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import export
+from autograder.grading import export, seeds
 from autograder.grading.batch import grade_class
-from fixtures.grading_course import ASSIGNMENT, build, corpus, demo_course
+from fixtures.grading_course import ASSIGNMENT, SIGN_DEPENDENT, build, corpus, demo_course, sign_dependent_score
 from fixtures import servers
 
 pytest.importorskip("distributed") if os.environ.get("CI") != "true" else None
@@ -180,16 +180,19 @@ def test_a_submission_that_kills_its_worker_every_time_is_marked_and_the_batch_g
 
 
 def test_the_cluster_grades_like_the_local_pool(cluster, tmp_path):
-    """Same scores and reasons from the pool and the cluster; the cluster's records name the worker's machine."""
+    """A class graded in the pool, then again on the cluster: the same rows (the assignment's seed, kept in the
+    gradebook, reaches the workers); the cluster's records name the worker's machine."""
     address, _ = cluster
-    names = {"c01": "all_correct", "c02": "partial_stats", "c03": "hard_coded"}
-    local, remote = _class(tmp_path / "local", names), _class(tmp_path / "remote", names)
-    grade_class(local, ASSIGNMENT, workers=2)
-    grade_class(remote, ASSIGNMENT, scheduler=address)
+    course = _class(tmp_path / "course", {"c01": "all_correct", "c02": "partial_stats", "c03": "hard_coded"})
+    build(course, "c04", SIGN_DEPENDENT)
     keep = ("score", "raw_score", "status", "reason_en", "reason_ko", "isolated")
-    pick = lambda course: {r["student_id"]: {k: r[k] for k in keep} for r in export.rows(course, [ASSIGNMENT])}  # noqa: E731
-    assert pick(local) == pick(remote)
-    record = json.loads(remote.private("records", ASSIGNMENT, "c01.json").read_text())
+    pick = lambda: {r["student_id"]: {k: r[k] for k in keep} for r in export.rows(course, [ASSIGNMENT])}  # noqa: E731
+    grade_class(course, ASSIGNMENT, workers=2)
+    local = pick()
+    assert local["c04"]["score"] == sign_dependent_score(seeds.of(course, ASSIGNMENT).seed)
+    grade_class(course, ASSIGNMENT, scheduler=address)
+    assert pick() == local
+    record = json.loads(course.private("records", ASSIGNMENT, "c01.json").read_text())
     assert record["scheduler"] == address and record["attempts"] == 1 and record["limits"]
 
 

@@ -1,6 +1,6 @@
 """A PostgreSQL gradebook, against a real server on 127.0.0.1: the same class graded into PostgreSQL and
-into SQLite gives the same export, row for row; feedback and the formgrader's API read it; the instructor guide's
-switch of a released course from SQLite to PostgreSQL runs as written.
+into SQLite with the same seed gives the same export, row for row; feedback and the formgrader's API read it; the
+instructor guide's switch of a released course from SQLite to PostgreSQL runs as written.
 
 The server is Debian's ``postgresql`` (``initdb`` and ``pg_ctl`` from /usr/lib/postgresql/*/bin, or on
 PATH), started in a temporary folder for this module and stopped by its pid file; as root it runs as
@@ -23,13 +23,15 @@ import pytest
 from autograder.cli import main
 from autograder.grading.batch import grade_class
 from autograder.grading.course import REPO, Course
+from autograder.grading import seeds
 from autograder.grading.deadlines import show
 from autograder.grading.generate import generate
-from fixtures.grading_course import ASSIGNMENT, HERE, build, corpus
+from fixtures.grading_course import ASSIGNMENT, HERE, SIGN_DEPENDENT, build, corpus, sign_dependent_score
 from fixtures import servers
 
 START_S = 60
-CLASS = {"p01": "all_correct", "p02": "partial_stats", "p03": "blank", "p04": "hard_coded", "p05": "no_notebook"}
+CLASS = {"p01": "all_correct", "p02": "partial_stats", "p03": "blank", "p04": "hard_coded", "p05": "no_notebook",
+         "p06": "sign_dependent"}
 TIMING = ("submitted_at",)  # when the submission was received: the moment each course was built
 
 
@@ -124,10 +126,24 @@ def _course(root: Path, db_url: str | None) -> Course:
         shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     course = Course(root)
     generate(course, ASSIGNMENT)
-    cases = corpus()
+    cases = {**corpus(), "sign_dependent": SIGN_DEPENDENT}
     for student, case in CLASS.items():
         build(course, student, cases[case])
     return course
+
+
+def _same_seed(source: Course, target: Course) -> seeds.Drawn:
+    """``source``'s seed of the assignment, stored in ``target``'s gradebook too (as moving the gradebook would)."""
+    from sqlalchemy import create_engine, text
+    drawn = seeds.of(source, ASSIGNMENT)
+    seeds.of(target, ASSIGNMENT)
+    engine = create_engine(target.gradebook_url)
+    with engine.begin() as con:
+        con.execute(text(f"UPDATE {seeds.TABLE} SET seed = :seed, secret = :secret WHERE assignment = :name"),
+                     {"seed": drawn.seed, "secret": drawn.secret, "name": ASSIGNMENT})
+    engine.dispose()
+    assert seeds.of(target, ASSIGNMENT) == drawn
+    return drawn
 
 
 def _export(course: Course, path: Path) -> list[dict]:
@@ -148,6 +164,7 @@ def test_a_class_graded_into_postgresql_exports_what_sqlite_does(server, tmp_pat
     lite_rows = _export(lite, tmp_path / "lite.csv")
 
     monkeypatch.setenv("COURSE_GRADEBOOK_URL", url)
+    drawn = _same_seed(lite, pg)
     capsys.readouterr()
     grade_class(pg, ASSIGNMENT, workers=2)
     assert "not SQLite" in capsys.readouterr().out  # no file to back up: the database's own tools do it
@@ -156,10 +173,10 @@ def test_a_class_graded_into_postgresql_exports_what_sqlite_does(server, tmp_pat
     pg_rows = _export(pg, tmp_path / "pg.csv")
     assert len(pg_rows) == len(CLASS) and pg_rows == lite_rows
     assert {r["student_id"]: float(r["score"]) for r in pg_rows} == \
-        {"p01": 6.0, "p02": 4.5, "p03": 0.0, "p04": 0.5, "p05": 0.0}
+        {"p01": 6.0, "p02": 4.5, "p03": 0.0, "p04": 0.5, "p05": 0.0, "p06": sign_dependent_score(drawn.seed)}
 
-    # re-grading one student updates its row, nothing is added
-    grade_class(pg, ASSIGNMENT, ["p02"], workers=1)
+    # re-grading updates the rows, nothing is added or changed
+    grade_class(pg, ASSIGNMENT, ["p02", "p06"], workers=1)
     assert _export(pg, tmp_path / "pg2.csv") == lite_rows
 
     # feedback and the formgrader (nbgrader's API over the same URL) read the PostgreSQL gradebook

@@ -11,6 +11,7 @@
 | ``watchdog`` | memory and wall-time limits on the kernel's processes; ``Frozen``: all of them stopped while the grader takes a reference |
 | ``records`` | re-scores a test cell from its answer records, outside the learner's kernel |
 | ``referee`` | the grader's side of measurement checks and simulated devices, over a Unix socket |
+| ``seeds`` | an assignment's seed (hidden cases) and device secret, kept with the gradebook |
 | ``preprocessors`` | the nbgrader preprocessors that use the four above |
 | ``scratch`` | a private course directory and gradebook per submission |
 | ``worker`` | grades one submission in its scratch course |

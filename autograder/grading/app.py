@@ -61,6 +61,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--scheduler", help="Dask 스케줄러 주소, 예: tcp://10.0.0.5:8786 — 제출물마다 작업 하나를 그 워커에서 채점 "
                                        "(기본: 이 기계의 워커 프로세스) / Dask scheduler address, e.g. tcp://10.0.0.5:8786: "
                                        "one task per submission on its workers (default: this machine's worker processes)")
+    p.add_argument("--new-seed", action="store_true",
+                   help="과제의 새 시드를 뽑아 반 전체를 다시 채점: 숨은 사례와 시뮬레이션 장치가 바뀜 (기본: 배포 때 뽑은 시드) / "
+                        "draw the assignment's new seed and re-grade the whole class: new hidden cases and simulated "
+                        "devices (default: the seed drawn at release)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--require-sandbox", action="store_true", help="bubblewrap을 쓸 수 없으면 실패 / fail if bubblewrap is not usable")
     mode.add_argument("--no-sandbox", action="store_true", help="격리 없이 채점 / grade without isolation")
@@ -220,7 +224,7 @@ def _grade(args):
     isolate = True if args.require_sandbox else False if args.no_sandbox else None
     students = args.students.split(",") if args.students else None
     graded = {o.student for o in grade_class(course, args.assignment, students, args.workers, limits, isolate,
-                                             scheduler=args.scheduler)}
+                                             scheduler=args.scheduler, new_seed=args.new_seed)}
     print(summary([r for r in rows(course, [args.assignment]) if r["student_id"] in graded]))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
-import secrets
 import signal
 import sqlite3
 import sys
@@ -19,7 +18,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from ..i18n import msg
 from ..progress import progress
-from . import sandbox
+from . import sandbox, seeds
 from .course import Course, GradingError, use_venv_tools
 from .generate import generate
 from .machine import graded_on
@@ -40,8 +39,11 @@ def submissions(course: Course, assignment: str) -> list[str]:
 
 def grade_class(course: Course, assignment: str, students: list[str] | None = None, workers: int | None = None,
                 limits: Limits = Limits(), isolate: bool | None = None, out=None,
-                scheduler: str | None = None) -> list[Outcome]:
+                scheduler: str | None = None, new_seed: bool = False) -> list[Outcome]:
     """Autograde ``students`` (default: every submission) and merge the results; returns one Outcome each.
+
+    Every grading of an assignment uses its seed and device secret (``seeds.of``; ``new_seed``: drawn again, for
+    the whole class only, kept only if the batch completes where the gradebook is SQLite).
 
     ``isolate``: None = bubblewrap if available (else a notice), True = require it, False = no sandbox.
     ``scheduler``: a Dask scheduler's address (``tcp://host:8786``): one task per submission on its
@@ -55,6 +57,8 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     unknown = sorted(set(students or []) - set(submitted))
     if unknown:
         raise GradingError(msg("grading.not_submitted", assignment=assignment, students=", ".join(unknown)).text())
+    if new_seed and students is not None:
+        raise GradingError(msg("grading.new_seed_whole_class", assignment=assignment).text())
     students = students if students is not None else submitted
     if not students:
         raise GradingError(msg("grading.nothing_submitted", assignment=assignment,
@@ -71,8 +75,11 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     try:
         template(course, assignment, scratch / "template.db")
         (scratch / "device.lock").touch()
-        jobs = [Job(course, assignment, s, str(scratch), secrets.randbelow(2**31), limits, isolate)
-                for s in students]
+        drawn = seeds.of(course, assignment, new=new_seed)
+        if new_seed:
+            print(msg("grading.new_seed", assignment=assignment).text(), file=out)
+        jobs = [Job(course, assignment, s, str(scratch), drawn.seed, limits, isolate,
+                    seeds.submission_key(drawn.secret, assignment, s)) for s in students]
         if scheduler is not None:
             from .distributed import run
             with Gradebook(course.gradebook_url, course.course_id) as gb:

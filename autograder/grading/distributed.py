@@ -77,7 +77,8 @@ def run(jobs: list[Job], scheduler: str, scratch: Path, out) -> Iterator[tuple[O
         for job in jobs:
             files, refused = submission_files(course, assignment, job.student)
             spec = {"token": token, "assignment": assignment, "student": job.student, "seed": job.seed,
-                    "limits": dataclasses.asdict(job.limits), "isolate": job.isolate, "refused": refused}
+                    "device_key": job.device_key, "limits": dataclasses.asdict(job.limits), "isolate": job.isolate,
+                    "refused": refused}
             future = client.submit(grade_remote, shared, template, files, spec, key=f"grade-{token}-{job.student}",
                                    pure=False, resources=resources or None, retries=0)
             futures[future] = job
@@ -263,7 +264,8 @@ def _grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dic
         (folder / name).unlink()
     for name, data in files.items():
         write_new(folder / name, data)
-    job = Job(course, assignment, student, str(scratch), spec["seed"], Limits(**spec["limits"]), isolate)
+    job = Job(course, assignment, student, str(scratch), spec["seed"], Limits(**spec["limits"]), isolate,
+              spec["device_key"])
     if isolate and not sandbox.available():
         outcome = Outcome(student, assignment, spec["seed"], error=msg("grading.bwrap_missing").en)
     else:

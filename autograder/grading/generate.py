@@ -8,6 +8,7 @@ from pathlib import Path
 from .. import modules
 from ..checks import expected
 from ..checks.core import canonical
+from . import seeds
 from ..i18n import msg
 from .course import Course, GradingError, api, succeed
 
@@ -43,11 +44,13 @@ def generate(course: Course, assignment: str, release_dir: Path | None = None) -
 
 def release(course: Course, assignment: str, force: bool = False) -> None:
     """Generate (which creates the gradebook's tables on a new database), then copy the student version to the
-    exchange (for ``nbgrader fetch`` / the Assignments tab); one already there is replaced only with ``force``."""
+    exchange (for ``nbgrader fetch`` / the Assignments tab); one already there is replaced only with ``force``. The
+    assignment's seed is drawn now unless it has one (``seeds.of``)."""
     config = course.config()
     if not force and (Path(config.Exchange.root) / course.course_id / "outbound" / assignment).is_dir():
         raise GradingError(msg("grading.release_exists", assignment=assignment, exchange=config.Exchange.root).text())
     generate(course, assignment)
+    seeds.of(course, assignment)
     Path(config.Exchange.root).mkdir(parents=True, exist_ok=True)
     config.ExchangeReleaseAssignment.force = force
     succeed(api(course, config).release_assignment(assignment), "grading.release_failed", assignment=assignment)

@@ -98,6 +98,8 @@ class SandboxedExecute(Execute):
     lock_file = Unicode("", help="Device lock shared by the workers, held by the grader around each measurement check."
                         ).tag(config=True)
     seed = Integer(0, help="Seed of the hidden cases for this submission.").tag(config=True)
+    device_key = Unicode("", help="Key of this submission's simulated devices (seeds.submission_key); the kernel "
+                         "never gets it.").tag(config=True)
     memory_limit = Integer(4 * 2**30, help="Resident memory of the kernel's processes, bytes.").tag(config=True)
     notebook_timeout = Float(1800, help="Wall time of the whole notebook, seconds.").tag(config=True)
     max_output_bytes = Integer(2**20, help="Output kept per cell (answer records: 16 times this).").tag(config=True)
@@ -119,7 +121,8 @@ class SandboxedExecute(Execute):
         try:
             with Watchdog(lambda: self.km.pid if self.km is not None else None, self.memory_limit,
                           self.notebook_timeout) as dog, \
-                    RefereeServer(self._run / "referee.sock", self.seed, self._running_cell, dog.pid) as judge:
+                    RefereeServer(self._run / "referee.sock", self.seed, self._running_cell, dog.pid,
+                                  self.device_key) as judge:
                 self._dog = dog
                 try:
                     nb, resources = super().preprocess(nb, resources, km=km)

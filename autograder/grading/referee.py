@@ -16,8 +16,6 @@ references the case is void (nothing observed: the task scores 0).
 from __future__ import annotations
 
 import json
-import random
-import secrets
 import socket
 import threading
 import time
@@ -28,6 +26,7 @@ from ..checks import task as find_task
 from ..checks.core import cases_for
 from ..checks.referee import take_reference
 from . import records
+from .seeds import device_rng
 from .watchdog import Frozen
 
 MAX_LINE = 16 * 2**20  # one round's answer, as JSON
@@ -36,11 +35,12 @@ TRIES = 3  # references taken while the kernel is frozen before a round in which
 
 class RefereeServer:
     """``cell()`` -> (grade id, trusted source) of the running cell, or None; ``kernel()`` -> the kernel's pid
-    (None: nothing to freeze)."""
+    (None: nothing to freeze); ``device_key``: the submission's key of simulated devices (``seeds.device_rng``)."""
 
     def __init__(self, path: Path, seed: int, cell: Callable[[], tuple[str, str] | None],
-                 kernel: Callable[[], int | None] = lambda: None):
+                 kernel: Callable[[], int | None] = lambda: None, device_key: str = ""):
         self.path, self.seed, self.cell, self.kernel = Path(path), seed, cell, kernel
+        self.device_key = device_key
         self.observations: dict[str, dict[str, dict]] = {}  # grade id -> "task|case" -> {walls, reference}
 
     def __enter__(self) -> "RefereeServer":
@@ -148,16 +148,18 @@ class RefereeServer:
         return {"ok": True}
 
     def _device(self, session: dict, op: str, request: dict) -> dict:
-        """A simulated device held here: ``device`` makes the one of a trusted case (parameters drawn with this
-        grading's secret) and tells the kernel only the attributes the device's ``shown`` names; ``call`` runs one of
-        its public methods; handles stand for what is not plain data."""
+        """A simulated device held here: ``device`` makes the one of a trusted case (parameters drawn from the
+        submission's key, the task and the case: the same at every grading) and tells the kernel only the attributes
+        the device's ``shown`` names; ``call`` runs one of its public methods; handles stand for what is not plain
+        data."""
         if op == "device":
             cases = [json.dumps(c, sort_keys=True) for c in session["cases"]]
             wanted = json.dumps(request.get("case"), sort_keys=True)
             if wanted not in cases:
                 return {"ok": False}
             case = cases.index(wanted)
-            made = session["task"].simulated(session["cases"][case], random.Random(secrets.randbits(64)))
+            made = session["task"].simulated(session["cases"][case],
+                                             device_rng(self.device_key, session["task_id"], session["cases"][case]))
             session.update(device=made, handles={})
             self.observations.setdefault(session["grade_id"], {})[f"{session['task_id']}|{case}"] = {"device": made}
             public = {k: getattr(made, k) for k in getattr(made, "shown", ())}  # what the device tells its user

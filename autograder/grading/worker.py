@@ -38,9 +38,10 @@ class Job:
     assignment: str
     student: str
     scratch: str  # this grading run's scratch folder (template gradebook, device lock)
-    seed: int
+    seed: int  # the assignment's (seeds.of): the hidden cases
     limits: Limits = Limits()
     isolate: bool = True
+    device_key: str = ""  # seeds.submission_key: the simulated devices' parameters (never given to the kernel)
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _config(job: Job, root: Path, notes: Path):
     config.Autograde.autograde_preprocessors = [SandboxedExecute, Seal, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
     run = config.SandboxedExecute
-    run.isolate, run.seed, run.notes_file = job.isolate, job.seed, str(notes)
+    run.isolate, run.seed, run.device_key, run.notes_file = job.isolate, job.seed, job.device_key, str(notes)
     run.shutdown_kernel = "immediate"  # its outputs are in; a graceful shutdown only waits (~0.2 s a submission)
     run.memory_limit, run.notebook_timeout = job.limits.memory_bytes, job.limits.notebook_s
     run.lock_file = str(Path(job.scratch) / "device.lock")
