@@ -17,7 +17,7 @@ from ..i18n import msg
 from .course import Course, api
 from .intake import admit
 from .preprocessors import SandboxedExecute, SaveRescoredGrades, note
-from .scratch import prepare
+from .scratch import prepare, remove_tree
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Job:
     seed: int
     limits: Limits = Limits()
     isolate: bool = True
+    bwrap: str | None = None  # the sandbox program, resolved once by the grader (None: this process resolves it)
 
 
 @dataclass
@@ -58,6 +59,17 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
     autograded: str = ""  # the scratch folder with the autograded notebooks
+    kernels: dict = field(default_factory=dict)  # notebook -> its kernel: started, failure, stderr, PATH, command
+
+    @property
+    def start_failure(self) -> str | None:
+        """How a kernel of this submission failed to start (before any of its code ran), or None."""
+        return next((k["failure"] for k in self.kernels.values() if k.get("failure")), None)
+
+    @property
+    def started(self) -> bool:
+        """Whether a kernel of this submission started (replied to kernel_info)."""
+        return any(k.get("started") for k in self.kernels.values())
 
 
 def grade(job: Job) -> Outcome:
@@ -88,9 +100,42 @@ def grade(job: Job) -> Outcome:
     except Exception as exc:  # one broken submission never stops the class
         outcome.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
     if notes.exists():
-        outcome.notes += [json.loads(line)["reason"] for line in notes.read_text(encoding="utf-8").splitlines()]
+        for line in map(json.loads, notes.read_text(encoding="utf-8").splitlines()):
+            if "kernel" in line:
+                outcome.kernels[line["notebook"]] = line["kernel"]
+            else:
+                outcome.notes.append(line["reason"])
     outcome.seconds = round(time.monotonic() - start, 2)
     return outcome
+
+
+PREFLIGHT = "preflight"
+
+
+def preflight(job: Job) -> dict | None:
+    """Start one kernel exactly as grading ``job`` would (same launcher, sandbox, environment, limits), run
+    ``6 * 7`` in it and stop it: None if it answered 42, else its kernel record (``SandboxedExecute._kernel``)
+    with ``why``, what went wrong. Never raises."""
+    import tempfile
+    import nbformat
+    root = Path(tempfile.mkdtemp(prefix=f"{PREFLIGHT}-", dir=job.scratch))
+    notes, work = root / "notes.jsonl", root / "work"
+    try:
+        work.mkdir()
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("6 * 7")])
+        run = SandboxedExecute(config=_config(job, root, notes))
+        run.preprocess(nb, {"metadata": {"path": str(work)}, "nbgrader": {"notebook": PREFLIGHT}})
+        lines = [json.loads(line) for line in notes.read_text(encoding="utf-8").splitlines()] if notes.exists() else []
+        kernel = next((line["kernel"] for line in lines if "kernel" in line), {})
+        answer = [o.get("data", {}).get("text/plain") for o in nb.cells[0].outputs if o.output_type == "execute_result"]
+        if kernel.get("started") and answer == ["42"]:
+            return None
+        return {**kernel, "why": kernel.get("failure") or "; ".join(line["reason"] for line in lines if "reason" in line)
+                or f"6 * 7 gave {answer or nb.cells[0].outputs}"[:300]}
+    except Exception as exc:
+        return {"why": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+    finally:
+        remove_tree(root)
 
 
 def _config(job: Job, root: Path, notes: Path):
@@ -100,7 +145,7 @@ def _config(job: Job, root: Path, notes: Path):
     config.Autograde.autograde_preprocessors = [SandboxedExecute, Seal, IgnorePattern, ClearMetadataPreprocessor,
                                                 LimitOutput, SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
     run = config.SandboxedExecute
-    run.isolate, run.seed, run.notes_file = job.isolate, job.seed, str(notes)
+    run.isolate, run.seed, run.notes_file, run.bwrap = job.isolate, job.seed, str(notes), job.bwrap or ""
     run.shutdown_kernel = "immediate"  # its outputs are in; a graceful shutdown only waits (~0.2 s a submission)
     run.memory_limit, run.notebook_timeout = job.limits.memory_bytes, job.limits.notebook_s
     run.lock_file = str(Path(job.scratch) / "device.lock")
