@@ -188,3 +188,31 @@ def _export_with(root: Path, url: str, path: Path) -> list[dict]:
     assert main(["instructor", "export", "--root", str(root), "--db-url", url, "--to", str(path)]) == 0
     with open(path, encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+def test_a_batch_stopped_midway_leaves_the_postgresql_gradebook_untouched(server, tmp_path, monkeypatch, capsys):
+    """The preflight passes (replaced here), then every kernel exits as it starts (the course's kernel arguments):
+    the batch stops at the third, exit 2, and the PostgreSQL gradebook keeps exactly the rows it had."""
+    import json
+    from autograder.grading import batch
+    url = server("course_c")
+    monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
+    root = tmp_path / "course"
+    shutil.copytree(HERE / "course" / "solutions", root / "solutions")
+    course = Course(root, url)
+    generate(course, ASSIGNMENT)
+    build(course, "r01", corpus()["all_correct"])
+    assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1"]) == 0
+    before = _export_with(root, url, tmp_path / "before.csv")
+    for student in ("r02", "r03", "r04", "r05"):
+        build(course, student, corpus()["all_correct"])
+    dies = "--IPKernelApp.exec_lines=import os; os.write(2, b'aihw-test: dies as it starts\\n'); os._exit(3)"
+    (root / "nbgrader_config.json").write_text(json.dumps({"SandboxedExecute": {"extra_arguments": [dies]}}))
+    monkeypatch.setattr(batch, "preflight", lambda job: None)
+    capsys.readouterr()
+    assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1"]) == 2
+    out = capsys.readouterr().out
+    assert "Grading stopped: 3 of the 3 kernels so far failed to start the same way" in out
+    assert "aihw-test: dies as it starts" in out and "2 submissions were not graded" in out
+    (root / "nbgrader_config.json").unlink()
+    assert _export_with(root, url, tmp_path / "after.csv") == before

@@ -104,8 +104,8 @@ class SandboxedExecute(Execute):
     notes_file = Unicode("", help="JSON lines of what happened, for the export.").tag(config=True)
     measurement_timeout = Integer(0, help="Time limit of a cell that measures (it holds the device lock), seconds, "
                                   "when shorter than the cell limit; 0: the cell limit.").tag(config=True)
-    bwrap = Unicode("", help="The sandbox program, an absolute path resolved by the grader ('': sandbox.binary()).").tag(
-        config=True)
+    bwrap = Unicode("", help="The sandbox program, an absolute path resolved by the grader "
+                    "('': sandbox.binary()).").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
@@ -146,7 +146,7 @@ class SandboxedExecute(Execute):
         return nb, resources
 
     def on_notebook_start(self, **kwargs):
-        self._started = True  # the kernel replied to kernel_info: whatever happens next, the submission did it
+        self._started = True  # the kernel replied to kernel_info: a death after this is no start failure
 
     def _kernel(self, stopped: str | None) -> dict:
         """For the grading record: whether the kernel started, how it failed to if it did not (``failure``, the

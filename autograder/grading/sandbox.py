@@ -250,8 +250,8 @@ def isolation(private: list[Path], writable: list[Path]) -> Isolation:
 def command(iso: Isolation, quota: Quota = Quota(), bwrap: str | None = None) -> list[str]:
     """The bwrap argument list to put before the kernel's own command (``bwrap``: the program, default
     ``binary()``)."""
-    args = [bwrap or binary() or "bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "grading", "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL",
+    args = [bwrap or binary() or "bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading", "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL",
             "--die-with-parent", "--new-session", "--unsetenv", "JPY_PARENT_PID"]
     for path in SYSTEM:
         if os.path.islink(path):

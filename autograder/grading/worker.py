@@ -116,12 +116,11 @@ def preflight(job: Job) -> dict | None:
     """Start one kernel exactly as grading ``job`` would (same launcher, sandbox, environment, limits), run
     ``6 * 7`` in it and stop it: None if it answered 42, else its kernel record (``SandboxedExecute._kernel``)
     with ``why``, what went wrong. Never raises."""
-    import tempfile
     import nbformat
-    root = Path(tempfile.mkdtemp(prefix=f"{PREFLIGHT}-", dir=job.scratch))
+    root = Path(job.scratch) / f"{PREFLIGHT}-{os.getpid()}-{time.monotonic_ns()}"  # one per worker process and call
     notes, work = root / "notes.jsonl", root / "work"
     try:
-        work.mkdir()
+        work.mkdir(parents=True)
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("6 * 7")])
         run = SandboxedExecute(config=_config(job, root, notes))
         run.preprocess(nb, {"metadata": {"path": str(work)}, "nbgrader": {"notebook": PREFLIGHT}})
@@ -130,8 +129,8 @@ def preflight(job: Job) -> dict | None:
         answer = [o.get("data", {}).get("text/plain") for o in nb.cells[0].outputs if o.output_type == "execute_result"]
         if kernel.get("started") and answer == ["42"]:
             return None
-        return {**kernel, "why": kernel.get("failure") or "; ".join(line["reason"] for line in lines if "reason" in line)
-                or f"6 * 7 gave {answer or nb.cells[0].outputs}"[:300]}
+        reasons = "; ".join(line["reason"] for line in lines if "reason" in line)
+        return {**kernel, "why": kernel.get("failure") or reasons or f"6 * 7 gave {answer or nb.cells[0].outputs}"[:300]}
     except Exception as exc:
         return {"why": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
     finally:
