@@ -213,7 +213,8 @@ def test_workers_whose_kernels_do_not_start_stop_the_batch(cluster, tmp_path):
     address, client = cluster
     names = {f"e0{i}": "all_correct" for i in range(1, 6)}
     course = _class(tmp_path / "course", names)
-    dies = "--IPKernelApp.exec_lines=import os; os.write(2, b'aihw-test: dies as it starts\\n'); os._exit(3)"
+    dies = ("--IPKernelApp.exec_lines=import os, sys; os.write(sys.stderr.fileno(), b'aihw-test: dies as it starts\\n'); "
+            "os._exit(3)")
     (course.root / "nbgrader_config.json").write_text(json.dumps({"SandboxedExecute": {"extra_arguments": [dies]}}))
     client.wait_for_workers(2, timeout=START_S)
     with pytest.raises(BatchStopped) as stopped:

@@ -201,18 +201,20 @@ def test_a_batch_stopped_midway_leaves_the_postgresql_gradebook_untouched(server
     shutil.copytree(HERE / "course" / "solutions", root / "solutions")
     course = Course(root, url)
     generate(course, ASSIGNMENT)
-    build(course, "r01", corpus()["all_correct"])
-    assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1"]) == 0
-    before = _export_with(root, url, tmp_path / "before.csv")
-    for student in ("r02", "r03", "r04", "r05"):
+    for student in ("r01", "r02", "r03", "r04", "r05"):
         build(course, student, corpus()["all_correct"])
-    dies = "--IPKernelApp.exec_lines=import os; os.write(2, b'aihw-test: dies as it starts\\n'); os._exit(3)"
+    assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1",
+                 "--students", "r01"]) == 0
+    before = _export_with(root, url, tmp_path / "before.csv")
+    assert [r["status"] for r in before].count("graded") == 1
+    dies = ("--IPKernelApp.exec_lines=import os, sys; os.write(sys.stderr.fileno(), b'aihw-test: dies as it starts\\n'); "
+            "os._exit(3)")
     (root / "nbgrader_config.json").write_text(json.dumps({"SandboxedExecute": {"extra_arguments": [dies]}}))
     monkeypatch.setattr(batch, "preflight", lambda job: None)
     capsys.readouterr()
     assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1"]) == 2
     out = capsys.readouterr().out
-    assert "Grading stopped: 3 of the 3 kernels so far failed to start the same way" in out
+    assert "Grading stopped: 3 of the 3 kernels so far failed to start the same way" in out, out
     assert "aihw-test: dies as it starts" in out and "2 submissions were not graded" in out
     (root / "nbgrader_config.json").unlink()
     assert _export_with(root, url, tmp_path / "after.csv") == before

@@ -149,15 +149,14 @@ class SandboxedExecute(Execute):
         self._started = True  # the kernel replied to kernel_info: a death after this is no start failure
 
     def _kernel(self, stopped: str | None) -> dict:
-        """For the grading record: whether the kernel started, how it failed to if it did not (``failure``, the
-        same text for kernels that failed the same way), the end of its stderr, the PATH and command it had."""
+        """For the grading record: whether the kernel started, how it failed to if it did not (``failure``: the
+        error, the same text for kernels that failed the same way), the end of its stderr, its PATH and command."""
         km = self._km
         stderr = km.stderr() if km is not None else ""
         found = {"started": self._started, "stderr": stderr, "path": km.env.get("PATH", "") if km is not None else "",
                  "command": sandbox.describe(km.command) if km is not None else ""}
-        if not self._started and stopped:
-            last = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
-            found["failure"] = f"{stopped} | {last}".replace(str(self._run), "<run>")[:300]
+        if not self._started and stopped:  # the error only: what reaches the stderr pipe before a death can vary
+            found["failure"] = stopped.replace(str(self._run), "<run>")[:300]
         return found
 
     def create_kernel_manager(self):
