@@ -166,11 +166,10 @@ class Health:
 
 
 def kernel_failure(message, kernel: dict) -> str:
-    """``message`` and the evidence: the kernel's PATH, its command and the last lines of its stderr."""
+    """``message`` and the evidence: the kernel's PATH, its command and (once) the last lines of its stderr."""
     stderr = "\n".join(shown(line) for line in (kernel.get("stderr") or "").splitlines()[-STDERR_LINES:])
     return "\n".join([message.text(), msg("grading.kernel_evidence", path=shown(kernel.get("path") or "?"),
-                                            command=shown(kernel.get("command") or "?"),
-                                            stderr=stderr or "-").text()])
+                                            command=shown(kernel.get("command") or "?")).text(), stderr or "-"])
 
 
 STDERR_LINES = 20  # of a kernel's stderr, in a message (the grading record keeps more)
