@@ -206,3 +206,23 @@ def test_an_unreachable_scheduler_says_so(tmp_path, monkeypatch):
         port = s.getsockname()[1]  # nothing listens there once closed
     with pytest.raises(GradingError, match="Cannot reach the Dask scheduler"):
         grade_class(course, ASSIGNMENT, scheduler=f"tcp://127.0.0.1:{port}")
+
+
+def test_workers_whose_kernels_do_not_start_stop_the_batch(cluster, tmp_path):
+    """Each worker process starts one kernel before its first submission; here the course's kernel arguments make
+    every kernel exit as it starts: the batch stops at the third submission so failed, says why with the kernel's
+    stderr and the machine, and writes nothing to the gradebook."""
+    from autograder.grading.batch import BatchStopped
+    address, client = cluster
+    names = {f"e0{i}": "all_correct" for i in range(1, 6)}
+    course = _class(tmp_path / "course", names)
+    dies = ("--IPKernelApp.exec_lines=import os, sys; os.write(sys.stderr.fileno(), b'aihw-test: dies as it starts\\n'); "
+            "os._exit(3)")
+    (course.root / "nbgrader_config.json").write_text(json.dumps({"SandboxedExecute": {"extra_arguments": [dies]}}))
+    client.wait_for_workers(2, timeout=START_S)
+    with pytest.raises(BatchStopped) as stopped:
+        grade_class(course, ASSIGNMENT, scheduler=address)
+    text = str(stopped.value)
+    assert "Grading stopped: 3 of the 3 kernels so far failed to start the same way, and 0 started" in text
+    assert f"preflight on {socket.gethostname()}" in text and "aihw-test: dies as it starts" in text
+    assert _submissions_per_student(course) == {}

@@ -231,9 +231,9 @@ def test_the_guides_switch_to_postgresql_runs_as_written(server, tmp_path, monke
     assert cli("roster", roster) == 0
     due = (datetime.now(timezone.utc) + timedelta(days=7)).replace(second=0, microsecond=0)
     assert cli("release", ASSIGNMENT, "--force", "--due", due.isoformat()) == 0
-    assert show(due) in capsys.readouterr().out
-
     course = Course(root)
+    assert show(due, course.zone) in capsys.readouterr().out
+
     assert course.gradebook_url == url
     inbox = tmp_path / "inbox"
     inbox.mkdir()
@@ -243,4 +243,34 @@ def test_the_guides_switch_to_postgresql_runs_as_written(server, tmp_path, monke
     rows = _export_with(root, url, tmp_path / "out.csv")
     assert [(r["student_id"], r["first_name"], float(r["score"]), r["status"]) for r in rows] == \
         [("q01", "Ada", 6.0, "graded")]
-    assert rows[0]["due"] == show(due)
+    assert rows[0]["due"] == show(due, course.zone)
+
+
+def test_a_batch_stopped_midway_leaves_the_postgresql_gradebook_untouched(server, tmp_path, monkeypatch, capsys):
+    """The preflight passes (replaced here), then every kernel exits as it starts (the course's kernel arguments):
+    the batch stops at the third, exit 2, and the PostgreSQL gradebook keeps exactly the rows it had."""
+    import json
+    from autograder.grading import batch
+    url = server("course_d")
+    monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
+    root = tmp_path / "course"
+    shutil.copytree(HERE / "course" / "solutions", root / "solutions")
+    course = Course(root, url)
+    generate(course, ASSIGNMENT)
+    for student in ("r01", "r02", "r03", "r04", "r05"):
+        build(course, student, corpus()["all_correct"])
+    assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1",
+                 "--students", "r01"]) == 0
+    before = _export_with(root, url, tmp_path / "before.csv")
+    assert [r["status"] for r in before].count("graded") == 1
+    dies = ("--IPKernelApp.exec_lines=import os, sys; os.write(sys.stderr.fileno(), b'aihw-test: dies as it starts\\n'); "
+            "os._exit(3)")
+    (root / "nbgrader_config.json").write_text(json.dumps({"SandboxedExecute": {"extra_arguments": [dies]}}))
+    monkeypatch.setattr(batch, "preflight", lambda job: None)
+    capsys.readouterr()
+    assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1"]) == 2
+    out = capsys.readouterr().out
+    assert "Grading stopped: 3 of the 3 kernels so far failed to start the same way" in out, out
+    assert "aihw-test: dies as it starts" in out and "2 submissions were not graded" in out
+    (root / "nbgrader_config.json").unlink()
+    assert _export_with(root, url, tmp_path / "after.csv") == before

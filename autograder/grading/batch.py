@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from datetime import datetime
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -25,7 +26,8 @@ from .machine import graded_on
 from .merge import merge, write_record
 from .roster import id_problem
 from .scratch import remove_tree, template
-from .worker import Job, Limits, Outcome, grade
+from .safetext import shown
+from .worker import Job, Limits, Outcome, grade, preflight
 
 
 def submissions(course: Course, assignment: str) -> list[str]:
@@ -48,6 +50,11 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     ``isolate``: None = bubblewrap if available (else a notice), True = require it, False = no sandbox.
     ``scheduler``: a Dask scheduler's address (``tcp://host:8786``): one task per submission on its
     workers (see distributed.py; each worker decides ``isolate=None`` for itself); None = the local pool.
+
+    No partial batch is written: before the first submission, one kernel is started as grading starts them
+    (``worker.preflight``); outcomes are merged once every submission is graded and the batch's kernels
+    started (``Health``), else :class:`BatchStopped` and the gradebook is untouched. After Ctrl-C, what was
+    graded is merged (complete per submission).
     """
     use_venv_tools()
     for student in students or []:
@@ -71,40 +78,108 @@ def grade_class(course: Course, assignment: str, students: list[str] | None = No
     backup = backup_gradebook(course, out)
     scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     (scratch / OWNER).write_text(_owner(os.getpid()), encoding="utf-8")
-    outcomes = []
+    graded, pending, stream = [], [], None  # outcomes as they finished; those not merged yet, with their context
     try:
         template(course, assignment, scratch / "template.db")
         (scratch / "device.lock").touch()
         drawn = seeds.of(course, assignment, new=new_seed)
         if new_seed:
             print(msg("grading.new_seed", assignment=assignment).text(), file=out)
+        bwrap = sandbox.binary() if isolate else None  # resolved once, here: every worker launches this path
         jobs = [Job(course, assignment, s, str(scratch), drawn.seed, limits, isolate,
-                    seeds.submission_key(drawn.secret, assignment, s)) for s in students]
+                    seeds.submission_key(drawn.secret, assignment, s), bwrap) for s in students]
         if scheduler is not None:
             from .distributed import run
-            with Gradebook(course.gradebook_url, course.course_id) as gb:
-                for outcome, context in progress(run(jobs, scheduler, scratch, out), total=len(jobs),
-                                                 desc=msg("grading.progress").text("en"), leave=True):
-                    _merge_one(gb, course, outcome, context)  # context: the worker's machine and hardware
-                    outcomes.append(outcome)
-            return sorted(outcomes, key=lambda o: o.student)
-        limits = sandbox.mechanism(isolate)
-        hardware = _in_background(graded_on)  # detection (imports torch) overlaps the first gradings
-        with Gradebook(course.gradebook_url, course.course_id) as gb:
-            for outcome in progress(_run(jobs, workers), total=len(jobs), desc=msg("grading.progress").text("en"),
-                                    leave=True):
-                _merge_one(gb, course, outcome, {"graded_on": hardware(), "isolated": isolate, "limits": limits})
-                outcomes.append(outcome)
-    except KeyboardInterrupt:  # what was merged is complete per submission: kept
-        raise GradingError(msg("grading.interrupted", graded=len(outcomes), total=len(students)).text()) from None
+            results = stream = run(jobs, scheduler, scratch, out)  # context: the worker's machine and hardware
+        else:
+            print(msg("grading.pool_started", count=len(jobs), workers=workers).text(), file=out)
+            mechanism = sandbox.mechanism(isolate)
+            hardware = _in_background(graded_on)  # detection (imports torch) overlaps the first gradings
+            stream = _run(jobs, workers)
+            results = ((o, lambda: {"graded_on": hardware(), "isolated": isolate, "limits": mechanism})
+                       for o in stream)
+        health = Health(len(jobs))
+        for outcome, context in progress(results, total=len(jobs), desc=msg("grading.progress").text("en"),
+                                         leave=True):
+            graded.append(outcome)
+            pending.append((outcome, context))
+            health.check(outcome)
+        _merge_all(course, pending)
+    except KeyboardInterrupt:  # what was graded is complete per submission: kept
+        if stream is not None:
+            stream.close()  # the workers stop before the gradebook is written
+        _merge_all(course, pending)
+        raise GradingError(msg("grading.interrupted", graded=len(graded), total=len(students)).text()) from None
+    except BatchStopped:  # nothing was merged
+        raise
     except BaseException:
         if backup is not None:
             restore_gradebook(course, backup)
             print(msg("grading.gradebook_restored", backup=backup).text(), file=out)
         raise
     finally:
+        if stream is not None:
+            stream.close()  # a stopped batch: queued submissions are not started, running ones are stopped
         remove_tree(scratch)
-    return sorted(outcomes, key=lambda o: o.student)
+    return sorted(graded, key=lambda o: o.student)
+
+
+def _merge_all(course: Course, pending: list) -> None:
+    """Merge each (outcome, context) of ``pending``, removing it once merged (a context that is a function is
+    called first)."""
+    with Gradebook(course.gradebook_url, course.course_id) as gb:
+        while pending:
+            outcome, context = pending[0]
+            _merge_one(gb, course, outcome, context() if callable(context) else context)
+            pending.pop(0)
+
+
+class BatchStopped(GradingError):
+    """The batch's kernels do not start: nothing was merged. The message says why (both languages, evidence)."""
+
+
+STOP_AFTER = 3  # kernels that failed to start the same way. Nothing of a submission but its notebooks reaches the
+# kernel, and a kernel fails to start before it runs them: a start failure is the machine's. One or two can be a
+# passing hiccup (a start timeout on a loaded machine), the batch goes on and they say so; three alike, with no
+# kernel of the batch started, or being most of its kernels, is a broken machine
+
+
+class Health:
+    """Whether the batch's kernels start. The batch stops when ``STOP_AFTER`` of them failed to start the same
+    way (``Outcome.start_failure``) before any started, or when those are most of the kernels so far. A kernel
+    that died while running a submission's code started: that is the submission's, never the batch's."""
+
+    def __init__(self, total: int):
+        self.total, self.started, self.failed, self.seen = total, 0, Counter(), 0
+        self.example: dict[str, Outcome] = {}
+
+    def check(self, outcome: Outcome) -> None:
+        """Count ``outcome``'s kernel; raise :class:`BatchStopped` if the batch is broken."""
+        self.seen += 1
+        why = outcome.start_failure
+        if why:
+            self.failed[why] += 1
+            self.example.setdefault(why, outcome)
+        elif outcome.started:
+            self.started += 1
+        if not self.failed:
+            return
+        why, count = self.failed.most_common(1)[0]
+        if count >= STOP_AFTER and (self.started == 0 or 2 * count > self.started + sum(self.failed.values())):
+            kernel = next(k for k in self.example[why].kernels.values() if k.get("failure") == why)
+            raise BatchStopped(kernel_failure(msg("grading.batch_stopped", count=count, seen=self.seen,
+                                                  started=self.started, left=self.total - self.seen, why=why),
+                                              kernel))
+
+
+def kernel_failure(message, kernel: dict) -> str:
+    """``message`` and the evidence: the kernel's PATH, its command and (once) the last lines of its stderr."""
+    stderr = "\n".join(shown(line) for line in (kernel.get("stderr") or "").splitlines()[-STDERR_LINES:])
+    return "\n".join([message.text(), msg("grading.kernel_evidence", path=shown(kernel.get("path") or "?"),
+                                            command=shown(kernel.get("command") or "?")).text(), stderr or "-"])
+
+
+STDERR_LINES = 20  # of a kernel's stderr, in a message (the grading record keeps more)
 
 
 def _in_background(fn):
@@ -221,13 +296,16 @@ def _worker_setup() -> None:
 
 
 def _run(jobs: list[Job], workers: int):
-    """Outcomes as they finish (in this process when there is one worker)."""
+    """Outcomes as they finish (in this process when there is one worker), after ``worker.preflight`` passed
+    where the submissions are graded (else :class:`BatchStopped`)."""
     if workers == 1:
+        _preflight(preflight(jobs[0]))
         yield from map(grade, jobs)
         return
     pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_worker_setup)
     finished = False
     try:
+        _preflight(pool.submit(preflight, jobs[0]).result())
         futures = {pool.submit(grade, job): job for job in jobs}
         for future in as_completed(futures):
             job = futures[future]
@@ -241,6 +319,12 @@ def _run(jobs: list[Job], workers: int):
         if not finished:
             _stop_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _preflight(failed: dict | None) -> None:
+    """Stop before grading when the preflight kernel failed (``worker.preflight``'s answer)."""
+    if failed is not None:
+        raise BatchStopped(kernel_failure(msg("grading.preflight_failed", why=failed["why"]), failed))
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:

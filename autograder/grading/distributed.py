@@ -27,6 +27,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -265,9 +266,12 @@ def _grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dic
     for name, data in files.items():
         write_new(folder / name, data)
     job = Job(course, assignment, student, str(scratch), spec["seed"], Limits(**spec["limits"]), isolate,
-              spec["device_key"])
+              spec["device_key"], sandbox.binary() if isolate else None)
     if isolate and not sandbox.available():
         outcome = Outcome(student, assignment, spec["seed"], error=msg("grading.bwrap_missing").en)
+    elif (failed := _preflight(job, spec["token"])) is not None:
+        outcome = Outcome(student, assignment, spec["seed"], error=msg("grading.kernel_not_started", detail=failed[
+            "failure"]).en, kernels={worker.PREFLIGHT: failed})
     else:
         outcome = worker.grade(job)  # looked up at call time (tests wrap it to crash a worker)
     notebooks = {}
@@ -286,6 +290,23 @@ def _grade_remote(shared: dict, template: bytes, files: dict, spec: dict) -> dic
     data["autograded"] = ""
     return {"outcome": data, "notebooks": notebooks, "graded_on": hardware.result(), "machine": socket.gethostname(),
             "worker": _worker_address(), "isolated": isolate, "limits": sandbox.mechanism(isolate)}
+
+
+_preflights: dict = {}  # (batch token, isolate) -> this worker process's preflight (None: its kernel answered)
+_preflight_lock = threading.Lock()  # a worker's threads: the first task preflights, the others wait for it
+
+
+def _preflight(job: Job, token: str) -> dict | None:
+    """``worker.preflight`` once per batch in this worker process, before its first submission: a kernel record
+    whose ``failure`` names the machine when it failed (counted by the batch's ``Health`` as a start failure)."""
+    from . import worker
+    key = (token, job.isolate)
+    with _preflight_lock:
+        if key not in _preflights:
+            failed = worker.preflight(job)
+            _preflights[key] = None if failed is None else {
+                **failed, "failure": f"preflight on {socket.gethostname()}: {failed['why']}"[:300]}
+        return _preflights[key]
 
 
 def _course(batch: Path, shared: dict, assignment: str) -> Course:

@@ -5,12 +5,15 @@ the sandbox shares with the grader although it has no network; interrupts go
 as messages on the control channel (a signal would reach bubblewrap, not the
 kernel). The kernel gets a clean environment: none of the instructor's variables.
 Its limits (``sandbox.prefix``) are registered under its pid while it runs, for
-the watchdog, and its cgroups are removed when it is cleaned up.
+the watchdog, and its cgroups are removed when it is cleaned up. What the launcher,
+the sandbox and the kernel write to stderr is read through a pipe; the last
+``STDERR_KEPT`` bytes are kept for the submission's grading record (``stderr()``).
 """
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
 
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Dict, List
@@ -21,6 +24,30 @@ PASS_THROUGH = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "COURSE_LANG", "CUDA_VISIBLE
                 "ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
+STDERR_KEPT = 16 * 2**10  # bytes: a start failure's traceback fits; a kernel that floods stderr costs nothing
+
+
+class StderrTail:
+    """The read end of a pipe, read to its end in a daemon thread; only the last ``STDERR_KEPT`` bytes are kept."""
+
+    def __init__(self, fd: int):
+        self._kept, self._total = b"", 0
+        self._thread = threading.Thread(target=self._read, args=(fd,), daemon=True)
+        self._thread.start()
+
+    def _read(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as pipe:
+            while chunk := pipe.read(65536):
+                self._total += len(chunk)
+                self._kept = (self._kept + chunk)[-STDERR_KEPT:]
+
+    def text(self, wait_s: float = 2.0) -> str:
+        """What was kept (after waiting up to ``wait_s`` for the pipe's end), with how much was cut before it."""
+        self._thread.join(wait_s)
+        cut = self._total - len(self._kept)
+        return (f"[{cut} bytes before cut]\n" if cut else "") + self._kept.decode("utf-8", "replace")
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """``prefix`` (``sandbox.prefix``, or empty) goes before the kernel command; ``env`` is its whole environment."""
 
@@ -28,6 +55,12 @@ class SandboxedKernelManager(AsyncKernelManager):
     env = Dict()
     _confinement = None
     _launched = None
+    _stderr = None
+    command: list[str] = []  # what was launched
+
+    def stderr(self) -> str:
+        """The end of what the kernel's processes wrote to stderr ('' before it was launched)."""
+        return self._stderr.text() if self._stderr is not None else ""
 
     def format_kernel_cmd(self, extra_arguments=None):
         return list(self.prefix) + super().format_kernel_cmd(extra_arguments)
@@ -37,11 +70,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        kw.update(env=dict(self.env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        read, write = os.pipe()
+        kw.update(env=dict(self.env), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=write)
         self._confinement = sandbox.Confinement.from_command(list(self.prefix))
+        self._stderr, self.command = StderrTail(read), list(kernel_cmd)
         try:
             return await super()._async_launch_kernel(kernel_cmd, **kw)
         finally:
+            os.close(write)  # the kernel's processes hold it now: the pipe ends when the last of them does
             self._launched = self.pid
             if self._confinement is not None and self._launched is not None:
                 sandbox.register(self._launched, self._confinement)

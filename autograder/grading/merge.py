@@ -63,12 +63,13 @@ def merge(gb: Gradebook, course: Course, outcome: Outcome, context: dict) -> Non
 
 
 def write_record(course: Course, outcome: Outcome, context: dict) -> None:
-    """The grading record of ``outcome`` (its error, notes and ``context``), read by the export."""
+    """The grading record of ``outcome`` (its error, notes, kernels with their stderr, and ``context``), read by
+    the export."""
     record = course.private("records", outcome.assignment, f"{outcome.student}.json")
     record.parent.mkdir(parents=True, exist_ok=True)
     write_new(record, json.dumps({"student": outcome.student, "assignment": outcome.assignment, "seed": outcome.seed,
                                   "error": outcome.error, "notes": outcome.notes, "seconds": outcome.seconds,
-                                  **context}, ensure_ascii=False, indent=1).encode("utf-8"))
+                                  "kernels": outcome.kernels, **context}, ensure_ascii=False, indent=1).encode("utf-8"))
 
 
 def copy_autograded(course: Course, outcome: Outcome) -> None:

@@ -106,12 +106,15 @@ class SandboxedExecute(Execute):
     notes_file = Unicode("", help="JSON lines of what happened, for the export.").tag(config=True)
     measurement_timeout = Integer(0, help="Time limit of a cell that measures (it holds the device lock), seconds, "
                                   "when shorter than the cell limit; 0: the cell limit.").tag(config=True)
+    bwrap = Unicode("", help="The sandbox program, an absolute path resolved by the grader "
+                    "('': sandbox.binary()).").tag(config=True)
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
         self.timeout_func = self.cell_limit
         self._notebook = resources.get("nbgrader", {}).get("notebook", "")
         self._current, self._sizes, self._cut, self._unreadable = None, {}, set(), set()
+        self._started, self._km = False, None
         self._run = Path(tempfile.mkdtemp(prefix="aihw-"))  # short: Unix socket paths are limited to ~100 bytes
         folder = resources.setdefault("metadata", {}).get("path") or os.getcwd()
         self._workdir = private_copy(Path(folder), self._run / "work")
@@ -134,6 +137,7 @@ class SandboxedExecute(Execute):
                     stopped = f"{type(exc).__name__}: {exc}".splitlines()[0]
             resources["metadata"]["path"] = folder
             resources[OBSERVED] = judge.observed()
+            kernel_record(self.notes_file, self._notebook, self._kernel(stopped if not dog.reason else None))
         finally:
             remove_tree(self._run)  # a folder the kernel left mode 000 too
         if dog.reason or stopped:
@@ -144,6 +148,20 @@ class SandboxedExecute(Execute):
             note(self.notes_file, self._notebook, msg("grading.output_unreadable", cell=index).en)
         return nb, resources
 
+    def on_notebook_start(self, **kwargs):
+        self._started = True  # the kernel replied to kernel_info: a death after this is no start failure
+
+    def _kernel(self, stopped: str | None) -> dict:
+        """For the grading record: whether the kernel started, how it failed to if it did not (``failure``: the
+        error, the same text for kernels that failed the same way), the end of its stderr, its PATH and command."""
+        km = self._km
+        stderr = km.stderr() if km is not None else ""
+        found = {"started": self._started, "stderr": stderr, "path": km.env.get("PATH", "") if km is not None else "",
+                 "command": sandbox.describe(km.command) if km is not None else ""}
+        if not self._started and stopped:  # the error only: what reaches the stderr pipe before a death can vary
+            found["failure"] = stopped.replace(str(self._run), "<run>")[:300]
+        return found
+
     def create_kernel_manager(self):
         self.kernel_name = course_kernel(self.nb, self.kernel_name, self.notes_file, self._notebook)
         home = self._run / "home"
@@ -153,10 +171,11 @@ class SandboxedExecute(Execute):
                  SOCKET_ENV: str(self._run / "referee.sock"), MEMORY_LIMIT_ENV: str(self.memory_limit),
                  HIDDEN_ENV: str(self._run / "cases.json")}
         writable = [self._run]
-        prefix = sandbox.prefix(writable, self.memory_limit, [Path(p) for p in self.private_paths], self.isolate)
-        self.km = SandboxedKernelManager(kernel_name=self.kernel_name, config=self.config, transport="ipc",
-                                         ip=str(self._run / "kernel"), connection_file=str(self._run / "kernel.json"),
-                                         prefix=prefix, env=kernel_env(str(home), extra))
+        prefix = sandbox.prefix(writable, self.memory_limit, [Path(p) for p in self.private_paths], self.isolate,
+                                self.bwrap or None)
+        self.km = self._km = SandboxedKernelManager(
+            kernel_name=self.kernel_name, config=self.config, transport="ipc", ip=str(self._run / "kernel"),
+            connection_file=str(self._run / "kernel.json"), prefix=prefix, env=kernel_env(str(home), extra))
         return self.km
 
     def cell_limit(self, cell) -> int | None:
@@ -232,6 +251,8 @@ class SandboxedExecute(Execute):
                       if self._current is not None else self.timeout)
         elif detail == "output":
             why = msg("grading.stopped_output")
+        elif not self._started:
+            why = msg("grading.kernel_not_started", detail=detail)
         else:
             why = msg("grading.stopped_kernel", detail=detail)
         note(self.notes_file, self._notebook, why.en)
@@ -295,6 +316,15 @@ class SaveRescoredGrades(SaveAutoGrades):
 
 def note(path: str, notebook: str, text: str) -> None:
     """Append one reason to the submission's notes (read by the worker for the export)."""
+    _append(path, {"notebook": notebook, "reason": text})
+
+
+def kernel_record(path: str, notebook: str, kernel: dict) -> None:
+    """Append what is known of the notebook's kernel (``SandboxedExecute._kernel``) to the submission's notes."""
+    _append(path, {"notebook": notebook, "kernel": kernel})
+
+
+def _append(path: str, line: dict) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps({"notebook": notebook, "reason": text}, ensure_ascii=False) + "\n")
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")

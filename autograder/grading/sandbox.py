@@ -82,7 +82,11 @@ for name, value in limits.items():
         resource.setrlimit(kind, (value, value))
     except (AttributeError, ValueError, OSError) as exc:  # a limit this system does not have
         print("aihw: RLIMIT_" + name, "not set:", exc, file=sys.stderr)
-os.execvp(cmd[0], cmd)
+try:
+    os.execvp(cmd[0], cmd)
+except OSError as exc:
+    print("aihw: cannot start", cmd[0], "(PATH=" + os.environ.get("PATH", "") + "):", exc, file=sys.stderr)
+    sys.exit(127)
 """
 
 
@@ -204,12 +208,22 @@ def forget(pid: int | None) -> None:
 
 
 @lru_cache(maxsize=1)
+def binary() -> str | None:
+    """The sandbox program: ``bwrap`` found on this process's PATH (the instructor's), as an absolute path.
+
+    Resolved once: the probe and every kernel's launcher use this path, never a look-up on the kernel's own
+    PATH (a ``bwrap`` outside the standard folders is not on it)."""
+    found = shutil.which("bwrap")
+    return str(Path(found).absolute()) if found else None
+
+
+@lru_cache(maxsize=1)
 def available() -> bool:
     """True if bubblewrap is installed and this module's sandbox starts Python here.
 
     ``COURSE_NO_SANDBOX=1`` says no (CI grades the corpus once this way, as on a machine without bubblewrap).
     """
-    if os.environ.get("COURSE_NO_SANDBOX", "") not in ("", "0") or shutil.which("bwrap") is None:
+    if os.environ.get("COURSE_NO_SANDBOX", "") not in ("", "0") or binary() is None:
         return False
     probe = command(isolation([], []), Quota()) + [sys.executable, "-I", "-c", "import autograder"]
     try:
@@ -233,10 +247,11 @@ def isolation(private: list[Path], writable: list[Path]) -> Isolation:
     return Isolation(expose=expose, mask=mask, writable=tuple(Path(p).resolve() for p in writable))
 
 
-def command(iso: Isolation, quota: Quota = Quota()) -> list[str]:
-    """The bwrap argument list to put before the kernel's own command."""
-    args = ["bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-            "--unshare-cgroup-try", "--hostname", "grading", "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL",
+def command(iso: Isolation, quota: Quota = Quota(), bwrap: str | None = None) -> list[str]:
+    """The bwrap argument list to put before the kernel's own command (``bwrap``: the program, default
+    ``binary()``)."""
+    args = [bwrap or binary() or "bwrap", "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "grading", "--uid", "1000", "--gid", "1000", "--cap-drop", "ALL",
             "--die-with-parent", "--new-session", "--unsetenv", "JPY_PARENT_PID"]
     for path in SYSTEM:
         if os.path.islink(path):
@@ -270,10 +285,11 @@ def command(iso: Isolation, quota: Quota = Quota()) -> list[str]:
 
 
 def prefix(writable: list[Path], memory_bytes: int, private: list[Path] | None = None,
-           isolate: bool = True) -> list[str]:
+           isolate: bool = True, bwrap: str | None = None) -> list[str]:
     """What goes before the kernel command: the launcher that sets the limits, then (``isolate``) the sandbox.
 
-    ``writable``: the folders the kernel may write (summed by the watchdog); ``private``: folders it must not see.
+    ``writable``: the folders the kernel may write (summed by the watchdog); ``private``: folders it must not see;
+    ``bwrap``: the sandbox program (default ``binary()``).
     """
     quota = Quota(memory_bytes=memory_bytes)
     if not isolate and sys.platform == "win32":  # no resource limits there: the watchdog only
@@ -296,9 +312,23 @@ def prefix(writable: list[Path], memory_bytes: int, private: list[Path] | None =
     if isolate:
         # RLIMIT_NPROC is set inside the sandbox's user namespace, where it counts only the sandbox's tasks
         # (set outside, it would count every process of the grading account).
-        cmd += command(isolation(private or [], writable), quota)
+        cmd += command(isolation(private or [], writable), quota, bwrap)
         cmd += launch + [json.dumps({"rlimits": {"NPROC": quota.processes}})]
     return cmd
+
+
+def describe(cmd: list[str]) -> str:
+    """A launched kernel's command in one line: each program it went through (the launcher's settings and the
+    sandbox's options left out), then the kernel's own command."""
+    steps, rest = [], list(cmd)
+    while MARKER in rest:
+        steps.append(f"{rest[0]} (limits)")
+        rest = rest[rest.index(MARKER) + 2:]
+        if rest and Path(rest[0]).name == "bwrap":
+            end = next((i for i in range(len(rest) - 1) if rest[i:i + 2] == ["--remount-ro", "/"]), len(rest) - 2)
+            steps.append(f"{rest[0]} (sandbox)")
+            rest = rest[end + 2:]
+    return " → ".join(steps + [" ".join(rest)])
 
 
 def mechanism(isolate: bool) -> str:

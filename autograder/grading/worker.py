@@ -17,7 +17,7 @@ from ..i18n import msg
 from .course import Course, api, without_library_warnings
 from .intake import admit
 from .preprocessors import SandboxedExecute, SaveRescoredGrades, note
-from .scratch import prepare
+from .scratch import prepare, remove_tree
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Job:
     limits: Limits = Limits()
     isolate: bool = True
     device_key: str = ""  # seeds.submission_key: the simulated devices' parameters (never given to the kernel)
+    bwrap: str | None = None  # the sandbox program, resolved once by the grader (None: this process resolves it)
 
 
 @dataclass
@@ -59,6 +60,17 @@ class Outcome:
     error: str | None = None
     seconds: float = 0.0
     autograded: str = ""  # the scratch folder with the autograded notebooks
+    kernels: dict = field(default_factory=dict)  # notebook -> its kernel: started, failure, stderr, PATH, command
+
+    @property
+    def start_failure(self) -> str | None:
+        """How a kernel of this submission failed to start (before any of its code ran), or None."""
+        return next((k["failure"] for k in self.kernels.values() if k.get("failure")), None)
+
+    @property
+    def started(self) -> bool:
+        """Whether a kernel of this submission started (replied to kernel_info)."""
+        return any(k.get("started") for k in self.kernels.values())
 
 
 @without_library_warnings
@@ -90,9 +102,41 @@ def grade(job: Job) -> Outcome:
     except Exception as exc:  # one broken submission never stops the class
         outcome.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
     if notes.exists():
-        outcome.notes += [json.loads(line)["reason"] for line in notes.read_text(encoding="utf-8").splitlines()]
+        for line in map(json.loads, notes.read_text(encoding="utf-8").splitlines()):
+            if "kernel" in line:
+                outcome.kernels[line["notebook"]] = line["kernel"]
+            else:
+                outcome.notes.append(line["reason"])
     outcome.seconds = round(time.monotonic() - start, 2)
     return outcome
+
+
+PREFLIGHT = "preflight"
+
+
+def preflight(job: Job) -> dict | None:
+    """Start one kernel exactly as grading ``job`` would (same launcher, sandbox, environment, limits), run
+    ``6 * 7`` in it and stop it: None if it answered 42, else its kernel record (``SandboxedExecute._kernel``)
+    with ``why``, what went wrong. Never raises."""
+    import nbformat
+    root = Path(job.scratch) / f"{PREFLIGHT}-{os.getpid()}-{time.monotonic_ns()}"  # one per worker process and call
+    notes, work = root / "notes.jsonl", root / "work"
+    try:
+        work.mkdir(parents=True)
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("6 * 7")])
+        run = SandboxedExecute(config=_config(job, root, notes))
+        run.preprocess(nb, {"metadata": {"path": str(work)}, "nbgrader": {"notebook": PREFLIGHT}})
+        lines = [json.loads(line) for line in notes.read_text(encoding="utf-8").splitlines()] if notes.exists() else []
+        kernel = next((line["kernel"] for line in lines if "kernel" in line), {})
+        answer = [o.get("data", {}).get("text/plain") for o in nb.cells[0].outputs if o.output_type == "execute_result"]
+        if kernel.get("started") and answer == ["42"]:
+            return None
+        reasons = "; ".join(line["reason"] for line in lines if "reason" in line)
+        return {**kernel, "why": kernel.get("failure") or reasons or f"6 * 7 gave {answer or nb.cells[0].outputs}"[:300]}
+    except Exception as exc:
+        return {"why": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
+    finally:
+        remove_tree(root)
 
 
 def _config(job: Job, root: Path, notes: Path):
@@ -103,6 +147,7 @@ def _config(job: Job, root: Path, notes: Path):
                                                 LimitOutput, SaveRescoredGrades, AssignLatePenalties, CheckCellMetadata]
     run = config.SandboxedExecute
     run.isolate, run.seed, run.device_key, run.notes_file = job.isolate, job.seed, job.device_key, str(notes)
+    run.bwrap = job.bwrap or ""
     run.shutdown_kernel = "immediate"  # its outputs are in; a graceful shutdown only waits (~0.2 s a submission)
     run.memory_limit, run.notebook_timeout = job.limits.memory_bytes, job.limits.notebook_s
     run.lock_file = str(Path(job.scratch) / "device.lock")
