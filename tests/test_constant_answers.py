@@ -128,6 +128,18 @@ def zero_matmul(c, a, b, m, n, k):
         c[row, col] = 0
 
 
+@cuda.jit
+def idle_copy(dst, src):
+    pass
+
+
+@cuda.jit
+def zero_copy(dst, src):
+    i = cuda.grid(1)
+    if i < dst.size:
+        dst[i] = 0
+
+
 @triton.jit
 def idle_softmax(x_ptr, y_ptr, cols, BLOCK: tl.constexpr):
     pass
@@ -145,9 +157,11 @@ def kernel_constants(name: str) -> dict:
     ref = reference(f"m07.{name}")
     if name == "guard":
         return {"idle kernel": (idle_1d, ref[1]), "zero kernel": (zero_1d, ref[1])}
-    if name == "copy":
-        return {f"timing returns {v!r}": (ref[0], returns(v)) for v in (None, 0, 100.0)} | {
-            "timing replayed": (ref[0], replayed(ref[1]))}
+    if name == "copy":  # what the copy task's answer gives is the timing's figure: a right kernel beside it scores 0
+        return {"idle kernel, timing returns 100.0": (idle_copy, returns(100.0)),
+                "zero kernel, timing returns None": (zero_copy, returns(None)),
+                "reference kernel, timing returns 0": (ref[0], returns(0)),
+                "reference kernel, timing replayed": (ref[0], replayed(ref[1]))}
     pairs = {"broadcast": (idle_outer, zero_outer), "stride": (idle_axpy, zero_axpy), "pool": (idle_1d, zero_1d),
              "dot": (idle_dot, zero_dot), "scan": (idle_1d, zero_1d), "matmul": (idle_matmul, zero_matmul),
              "softmax": (idle_softmax, zero_softmax)}[name]
@@ -158,8 +172,9 @@ def constants(task_id: str) -> dict:
     """Name -> a learner that ignores its input."""
     if task_id.startswith("m07."):
         return kernel_constants(task_id.partition(".")[2])
-    learners = {f"returns {v!r}": returns(v) for v in (None, 0, {}, [])}
-    first = cases_for(task(task_id), False, SEED)[0]
+    t = task(task_id)
+    learners = {f"returns {v!r}": returns(v) for v in ((0,) if t.measurement else (None, 0, {}, []))}
+    first = cases_for(t, False, SEED)[0]
     expected = want(task_id, first)
     if expected is not None:  # a task scored against the case alone has no expected answer to return
         expected = expected["answer"] if isinstance(expected, dict) and "answer" in expected else expected  # m04, m06
@@ -167,14 +182,20 @@ def constants(task_id: str) -> dict:
         if task_id in RETURNED:
             learners["returns the first case's expected result"] = returns(expected[RETURNED[task_id]])
     ref = reference(task_id)
-    if ref is not None and task_id not in DOES:  # m02.limits, m03.roofline: the reference is in the notebook only
+    if ref is not None and task_id not in NOT_REPLAYED:  # m02.limits, m03.roofline: the reference is in the notebook
         learners["the reference, replayed"] = replayed(ref)
     return learners
 
 
 RETURNED = {"m04.step": "loss"}  # the part of the expected answer the learner's function returns (the rest it does)
-DOES = {  # tasks whose answer is what the learner's code did (a replay does it on the first call only)
-    "m04.step": "the update is what the step did to the model; a step that does nothing is 'returns ...'"}
+NOT_REPLAYED = {  # why a reference replayed is not a constant learner of these tasks
+    "m04.step": "its answer is what the step did to the model, which a replay does on the first call only; a step "
+                "that does nothing and returns a constant is 'returns ...'",
+    "m05.ring": "the check runs the function anew in each case's rank processes, where a replay remembers nothing",
+    "m05.measure": "the check runs the function anew per case (rank processes, a fresh fake), where a replay "
+                   "remembers nothing"}
+# A measurement task's run takes the referee's reference measurements (m02.measure: about 100 s on a loaded
+# 2-core machine), so it gets two constants: 0 and the reference replayed. None, {} and [] are no numbers at all.
 
 
 CASES = [(task_id, name) for task_id in graded() for name in constants(task_id)]
@@ -225,3 +246,4 @@ def test_one_answered_case_is_not_evidence():
 def test_every_module_with_an_exercise_is_covered():
     assert {t for t, _ in CASES} == set(graded())
     assert {t.split(".")[0] for t in graded()} == set(modules.folders()) - {"m00"}  # m00: the pipeline's demo
+

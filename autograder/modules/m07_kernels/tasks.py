@@ -923,7 +923,7 @@ TASKS = {
                     visible=_softmax_visible, kind="transfer", level="core",
                     mistakes=("no_max", "other_zero", "no_mask")),
     "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible, hint=_hint,
-                 measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
+                 given=lambda a: [r["gbs"] for r in a["rounds"]], measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
                  mistakes=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup",
                            "reference_called")),
 }
