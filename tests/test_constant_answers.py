@@ -220,6 +220,15 @@ def test_the_reference_answers_differ_from_case_to_case(task_id):
     assert fraction(score_records(t, records)) == 1.0
 
 
+@pytest.mark.parametrize("task_id", graded())
+def test_the_cases_of_every_task_expect_different_answers(task_id):
+    """Where a task has expected answers, they differ between its cases; without them (the answer is scored against
+    the case alone, or measured), the cases differ (and the reference's answers, above)."""
+    cases = cases_for(task(task_id), True, SEED)
+    expected = {json.dumps(want(task_id, case), sort_keys=True) for case in cases}
+    assert len(expected) > 1 or (expected == {"null"} and len({json.dumps(c, sort_keys=True) for c in cases}) > 1)
+
+
 def test_the_verdict_names_the_constant_and_zeroes_parts_that_passed_on_any_input(monkeypatch):
     """A part right for every input (its type) and a case where the constant happens to be right: 0, one message."""
     from autograder.checks import expected
