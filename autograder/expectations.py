@@ -242,15 +242,16 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     error = referee.reference_error(answer)
     if error:
         return True, [Part(True, msg("measure.reference_failed", what=what, error=error), 0.0)]
-    found = referee.median_ratio(answer, mine, theirs)
-    if found is None:
+    rows = referee.ratios(answer, mine, theirs)
+    if not rows:
         return True, [Part(False, msg("measure.band", what=what, lo="?", hi="?", unit=unit, reason="", found="?")
                            + msg("measure.not_a_number", found="-"), weight)]
-    ratio, value, ref = found
+    ratio, value, ref = referee.median_ratio(answer, mine, theirs)
     rule = rules()["side_by_side"][kind]
     lo, hi = rule["lo"], rule["hi"]
     text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo_ratio=_num(lo), hi_ratio=_num(hi),
-               reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}")
+               reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}",
+               which=referee.which_round(len(rows)))
     if not lo <= ratio <= hi:
         fast = (ratio > hi) == faster_above
         text = text + ((too_fast or msg("measure.above")) if fast else (too_slow or msg("measure.below")))

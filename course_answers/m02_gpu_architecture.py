@@ -466,9 +466,10 @@ def _rounding(rounder=torch.round, saturate=True, subnormals=True, signed=True):
 
 
 def _recorded(tflops_of=lambda n, s: 2 * n**3 / s / 1e12, seconds=0.2, n=2048, walls=(1.0, 1.0, 1.0),
-              reference=0.09, called=()) -> Recorded:
+              reference=0.09, called=(), timed=True) -> Recorded:
     """Three rounds as a check records them (on a CPU that does about 0.09 TFLOP/s)."""
-    rounds = [{"n": float(n), "seconds": seconds, "tflops": tflops_of(n, seconds), "reference_called": list(called)}] * 3
+    rounds = [{"n": float(n), "seconds": seconds, "tflops": tflops_of(n, seconds), "reference_called": list(called),
+               "time_fn": timed}] * 3
     return Recorded({"rounds": rounds, "observed": {"walls": list(walls),
                                                     "reference": [{"tflops": reference, "n": n}] * 3}})
 
@@ -582,6 +583,7 @@ MISTAKES = {
         "not_first_size": _recorded(seconds=0.0004, n=256, walls=(0.5, 0.5, 0.5)),   # a fixed n = 256
         "past_first_size": _recorded(seconds=1.8, n=4096, walls=(8.0, 8.0, 8.0)),     # n = 2048 already took 0.2 s
         "reference_called": _recorded(called=("autograder.reference.matmul_tflops",)),
+        "no_time_fn": _recorded(timed=False),                                          # one perf_counter reading
     },
     "nm_mask": {rule: _mask_wrong(rule) for rule in ("magnitude", "tie_rule", "unstable_sort", "group_size",
                                                      "shape_error")},

@@ -67,3 +67,37 @@ def test_no_answer_is_one_lesson_helper_away():
     assert not copied, "answers that are one helper function:\n" + "\n".join(copied)
     mostly = [f"{r.task_id}: {r.helper_share:.0%} of {r.helper}" for r in rows if r.helper_share >= MOSTLY_COPIED]
     assert len(mostly) <= AT_MOST_MOSTLY_COPIED, "too many answers mostly in one helper:\n" + "\n".join(mostly)
+
+
+def task_texts(module: str) -> dict[str, str]:
+    """Each graded task's text: the markdown cells since the previous check cell."""
+    out, text = {}, []
+    for path in sorted((REPO / "solutions" / module).glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.cell_type == "markdown":
+                text.append(cell.source)
+            elif cell.metadata.get("nbgrader", {}).get("grade"):
+                match = design.CHECK_CALL.search(cell.source)
+                if match:
+                    out[match.group(1)], text = "\n".join(text), []
+    return out
+
+
+BANDS = {"m01.speedup": "step", "m02.measure": "matmul", "m03.sweep": "sweep", "m05.measure": "allreduce",
+         "m06.mfu": "step", "m07.copy": "bandwidth"}  # the side_by_side kind each measurement task is scored with
+
+
+@pytest.mark.parametrize("task_id", sorted(BANDS))
+def test_a_measurement_task_states_the_band_and_rounds_its_check_uses(task_id):
+    """The text gives the band of expectations.yaml (as lo–hi, in both languages) and says which round counts as the
+    check's verdict does (referee.which_round), so the two cannot drift apart."""
+    from autograder.checks import referee, task
+    from autograder.expectations import rules
+    rule = rules()["side_by_side"][BANDS[task_id]]
+    text = task_texts(f"{task_id[1:3]}_" + next(p.name[3:] for p in (REPO / "solutions").iterdir()
+                                                if p.name.startswith(task_id[1:3])))[task_id]
+    band = f"{rule['lo']:g}–{rule['hi']:g}"
+    assert text.count(band) >= 2, f"{task_id}: the text should give the band {band} in both languages"
+    rounds = task(task_id).rounds
+    which = referee.which_round(rounds)
+    assert which.ko in text and which.en in text, f"{task_id}: say which of the {rounds} rounds counts: {which.en!r}"

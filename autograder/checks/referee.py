@@ -224,13 +224,13 @@ def unmeasured(answer: Any, claimed_seconds) -> Unmeasured | None:
     return None
 
 
-def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None:
-    """(median per-round ratio ``mine(round)/theirs(reference)``, that round's value, its reference).
+def ratios(answer: Any, mine, theirs) -> list[tuple[float, float, float]]:
+    """Each round's (ratio ``mine(round)/theirs(reference)``, value, reference), smallest ratio first.
 
     The references sit between the rounds, so each round after the first is compared with
     the geometric mean of the reference just before it and the one just after it: a burst
-    of load during a round then meets the same burst on at least one side.
-    None when no round has both numbers.
+    of load during a round then meets the same burst on at least one side. A round without
+    both numbers has no row.
     """
     refs = [_positive(theirs, r) for r in observed(answer).get("reference") or []]
     rows = []
@@ -241,10 +241,23 @@ def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None
             continue
         b = math.prod(around) ** (1 / len(around))
         rows.append((a / b, a, b))
-    if not rows:
-        return None
-    rows.sort()
-    return rows[(len(rows) - 1) // 2]  # the median round (the lower middle one of an even count): value / reference = ratio
+    return sorted(rows)
+
+
+def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None:
+    """The median row of :func:`ratios` (the lower middle one of an even count: of two rounds, the lower), or None
+    when no round has both numbers. :func:`which_round` says which it was."""
+    rows = ratios(answer, mine, theirs)
+    return rows[(len(rows) - 1) // 2] if rows else None
+
+
+def which_round(count: int) -> Message:
+    """Which of ``count`` rounds :func:`median_ratio` picked, in words."""
+    if count == 1:
+        return msg("measure.which_one")
+    if count == 2:
+        return msg("measure.which_lower")
+    return msg("measure.which_median" if count % 2 else "measure.which_lower_middle", count=count)
 
 
 def _positive(pick, data) -> float | None:

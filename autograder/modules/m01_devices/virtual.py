@@ -16,20 +16,21 @@ class VirtualGPU:
     - ``queued``: kernels already in the queue when the device is handed over (someone else's work).
     - ``slow_first`` / ``first_s``: the first ``slow_first`` launches cost the host ``first_s`` more each
       (library start-up, kernel selection, memory allocation).
-    - ``hiccup_at`` / ``hiccup_s``: those launches (counted from 1) stall the host ``hiccup_s`` more
-      (the operating system ran something else).
+    - ``hiccup_at`` / ``hiccup_s``: those launches (a tuple of numbers counted from 1, or one number) stall the
+      host ``hiccup_s`` more (the operating system ran something else).
     - ``scale``: every duration above is that times ``scale`` (while grading, the grader draws it).
     """
 
     shown = ("name",)  # what the device tells its user (a proxy of it has only this)
 
     def __init__(self, work_s: float = 0.01, launch_s: float = 1e-4, queued: int = 0, slow_first: int = 0,
-                 first_s: float = 0.1, hiccup_at: tuple = (), hiccup_s: float = 0.1, name: str = "virtual GPU",
+                 first_s: float = 0.1, hiccup_at: tuple | int = (), hiccup_s: float = 0.1, name: str = "virtual GPU",
                  scale: float = 1.0):
         work_s, launch_s, first_s, hiccup_s = (scale * t for t in (work_s, launch_s, first_s, hiccup_s))
         self._scale = scale
         self.work_s, self.launch_s, self.first_s, self.hiccup_s = work_s, launch_s, first_s, hiccup_s
-        self.slow_first, self.hiccup_at, self.name = slow_first, tuple(hiccup_at), name
+        self.slow_first, self.name = slow_first, name
+        self.hiccup_at = (hiccup_at,) if isinstance(hiccup_at, int) else tuple(hiccup_at)
         self.now = 0.0                      # host time
         self.done_at = queued * work_s      # when the device will have run its queue
         self.launches = 0

@@ -453,11 +453,13 @@ def _measure_visible() -> list:
 
 
 def _course_measurements() -> dict:
-    """The code objects of the course's own measurements a learner could call instead of measuring -> their names."""
-    from ... import reference, results
+    """The code objects of the course's own measurements a learner could call instead of measuring -> their names;
+    also :data:`TIMER`, the harness the task asks the learner to time with."""
+    from ... import harness, reference, results
     from . import lesson
     found = {}
-    for module, names in ((reference, ("matmul_tflops", "bandwidth_gbs", "measured_profile")),
+    for module, names in ((harness, ("time_fn",)),
+                          (reference, ("matmul_tflops", "bandwidth_gbs", "measured_profile")),
                           (results, ("load",)),
                           (lesson, ("measured_matmuls", "odd_size_matmuls", "tf32_speeds", "sparse_24_speedup"))):
         for name in names:
@@ -485,11 +487,14 @@ def _watching_course_measurements():
         threading.setprofile(before_threads)
 
 
+TIMER = "autograder.harness.time_fn"  # the task says to time with it: it warms up, synchronizes and repeats
+
+
 def _measure_answer(fn, case):
     with _watching_course_measurements() as called:
         result = fn(case["dtype"], case["device"])
     return {**_dict_answer(result, MEASURE_KEYS), "device": case["device"], "dtype": case["dtype"],
-            "reference_called": sorted(called)}
+            "reference_called": sorted(called - {TIMER}), "time_fn": TIMER in called}
 
 
 MEASURE_SIZES = (16, 16384)  # the reference times the learner's n, kept within these bounds
@@ -537,6 +542,14 @@ def _first_size(rounds: list) -> Part:
     return Part(True, msg("m02.measure_first_size"), label=label)
 
 
+def _timed_with_time_fn(rounds: list) -> Part:
+    """Every round called ``time_fn``, as the task says (one ``perf_counter`` reading is one noisy sample)."""
+    label = msg("m02.label_time_fn")
+    if all(r.get("time_fn") for r in rounds):
+        return Part(True, msg("m02.measure_time_fn"), label=label)
+    return Part(False, msg("m02.mistake.no_time_fn"), mistake="no_time_fn", label=label)
+
+
 def _unmeasured(answer: dict) -> Part:
     """The one failing part of rounds that claim more time than they took: milliseconds, or no measurement."""
     rounds = referee.rounds(answer)
@@ -572,7 +585,7 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
         return [_unmeasured(answer)]
     if too_fast:
         compared = [replace(p, mistake="too_fast") if not p.ok else p for p in compared]
-    parts = [consistent, _first_size(rounds)]
+    parts = [consistent, _first_size(rounds), _timed_with_time_fn(rounds)]
     peak = _spec_peak(case)
     if peak:
         top = max(r["tflops"] for r in rounds)
@@ -771,7 +784,7 @@ TASKS = {
                     visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=3,
                     kind="recall", level="core",
                     mistakes=("flops_n3", "ms_not_s", "not_measured", "too_fast", "not_first_size",
-                              "past_first_size", "reference_called")),
+                              "past_first_size", "reference_called", "no_time_fn")),
     "nm_mask": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
                     visible=_mask_visible, given=lambda a: a["no error"] if isinstance(a, dict) else a,
                     kind="recall", level="core",

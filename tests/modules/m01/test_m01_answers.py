@@ -163,6 +163,7 @@ def test_virtual_gpu_runs_its_queue_in_order():
         slow.synchronize()
         times.append(slow.clock() - began)
     assert times == pytest.approx([0.51, 0.01, 0.21, 0.01])
+    assert VirtualGPU(hiccup_at=3).hiccup_at == VirtualGPU(hiccup_at=(3,)).hiccup_at == (3,)  # one call: a number will do
     cpu = VirtualCPU(0.02)
     cpu.run()
     assert cpu.clock() == 0.02

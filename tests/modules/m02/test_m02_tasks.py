@@ -10,6 +10,7 @@ import torch
 
 from autograder.checks import CheckFailed, check, core, task as find_task
 from autograder.checks.expected import want
+from autograder.harness import time_fn
 from autograder.modules.m02_gpu_architecture import tasks
 from course_answers import m02_gpu_architecture as ref
 
@@ -285,11 +286,17 @@ def measured(monkeypatch):
     return peak
 
 
-def consistent(tflops, n=None):
-    """A learner at ``tflops`` that reports n by the task's rule (the first of 256, 512, ... to take 0.05 s)."""
+def consistent(tflops, n=None, timed=True):
+    """A learner at ``tflops`` that reports n by the task's rule (the first of 256, 512, ... to take 0.05 s), timing
+    with ``time_fn`` (a stand-in workload: what it reports is made up) unless not ``timed``."""
     if n is None:
         n = next((k for k in (256 * 2**i for i in range(6)) if 2 * k**3 / (tflops * 1e12) >= 0.05), 8192)
-    return lambda dtype, device: {"n": n, "seconds": 2 * n**3 / (tflops * 1e12), "tflops": tflops}
+
+    def learner(dtype, device):
+        if timed:
+            time_fn(lambda: None, budget_s=0.01, min_reps=1, warmup=0)
+        return {"n": n, "seconds": 2 * n**3 / (tflops * 1e12), "tflops": tflops}
+    return learner
 
 
 CASE = {"dtype": "float32", "device": "cpu"}
@@ -409,6 +416,13 @@ def test_measure_calling_the_course_reference_is_caught(monkeypatch):
         worker.join()
         return consistent(0.2)(dtype, device)
     assert tasks._measure_answer(in_a_thread, CASE)["reference_called"] == ["autograder.results.load"]
+
+
+def test_measure_must_time_with_time_fn_as_the_task_says(measured):
+    """One perf_counter reading passes the wide band on a quiet machine (0.45x was seen): the rule is its own part."""
+    found = tasks._measure_score(CASE, measure_answer(consistent(0.2, timed=False)), None)
+    assert [p.mistake for p in found if not p.ok] == ["no_time_fn"]
+    assert tasks._measure_answer(consistent(0.2), CASE)["time_fn"] is True
 
 
 def test_measure_reference_times_the_learners_size_within_bounds(monkeypatch):
