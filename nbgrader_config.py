@@ -19,6 +19,11 @@ c.CourseDirectory.release_directory = "exercises"
 # e.g. postgresql://grader@db/course for a class graded by several machines.
 c.CourseDirectory.db_url = os.environ.get("COURSE_GRADEBOOK_URL", f"sqlite:///{ROOT / '.nbgrader' / 'gradebook.db'}")
 
+# The class's time zone, set once: due dates, submission times, the export, feedback and collect's lines are shown in
+# it, and a time written without a zone (--due, --received-at) is read in it (an IANA name; COURSE_TIMEZONE overrides).
+c.Course.timezone = os.environ.get("COURSE_TIMEZONE", "Asia/Seoul")
+c.NbGraderAPI.timezone = c.Course.timezone  # the formgrader's times
+
 # The exchange (release/fetch/submit without JupyterHub): a folder the user owns;
 # nbgrader's default /srv/nbgrader/exchange needs root rights.
 c.Exchange.root = os.environ.get("COURSE_EXCHANGE", str(ROOT / ".exchange"))

@@ -181,3 +181,26 @@ def test_partial_points_show_once_in_a_notebook_and_as_a_number_to_nbgrader(monk
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     graded = core.report(Message("과제", "Task"), parts, points=2)
     assert graded == 1.0 and type(graded) is float  # nbgrader reads the cell's result
+
+
+def test_a_partial_verdict_adds_up(capsys):
+    """Its count is what it lists (issue 27): a label that failed in one case is not a ✅ (that case's own message is),
+    a part that earns nothing (a gated case) is not a ✅, and parts that share a label are counted, "(×2)"."""
+    from autograder.checks.core import Part, report
+    from autograder.i18n import Message
+    dtype, values = Message("자료형", "dtype"), Message("값", "values")
+    parts = [Part(True, Message("사례 1: 자료형 맞음", "case 1: dtype right"), label=dtype),
+             Part(False, Message("사례 2: 자료형이 틀림", "case 2: wrong dtype"), label=dtype),
+             Part(True, Message("사례 1: 값 맞음", "case 1: values right"), label=values),
+             Part(True, Message("사례 2: 값 맞음", "case 2: values right"), label=values),
+             Part(True, Message("사례 3: 값 맞음", "case 3: values right"), weight=0.0, label=Message("규칙", "rule"))]
+    i18n.set_language("en")
+    try:
+        report(Message("과제", "Task"), parts, 4)
+    finally:
+        i18n._chosen = None
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line.startswith(("  ✅", "  ❌"))]
+    assert "1 of 4 items not passed" in out, out
+    assert "✅ dtype" not in out and "✅ case 1: dtype right" in out and "✅ values (×2)" in out and "rule" not in out
+    assert len(lines) == 3

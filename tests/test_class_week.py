@@ -97,10 +97,10 @@ def test_class_week(tmp_path, capsys):
     # release with a due date; the late policy: 1 point per started day
     assert cli(course, "instructor", "release", ASSIGNMENT, "--due", due.isoformat()) == 0
     out = capsys.readouterr().out
-    assert "Released 00_demo" in out and "배포했습니다" in out and show(due) in out
+    assert "Released 00_demo" in out and "배포했습니다" in out and show(due, course.zone) in out
     assert cli(course, "instructor", "deadline", "--late", "per-day=1") == 0
     out = capsys.readouterr().out
-    assert show(due) in out and "1 points per (started) day late" in out and "늦은 하루" in out
+    assert show(due, course.zone) in out and "1 points per (started) day late" in out and "늦은 하루" in out
 
     # the roster: a Hangul id is refused with what to use; the student comes in as kim.minjun, named in Hangul
     people = [("ontime", "Ada", "Lovelace"), ("late", "Alan", "Turing"), ("backdated", "Grace", "Hopper"),
@@ -189,9 +189,10 @@ def test_class_week(tmp_path, capsys):
         assert (float(r["raw_score"]), float(r["late_penalty"]), float(r["score"]), r["status"]) == \
             (raw, penalty, net, status), r
         assert (r["first_name"], r["last_name"]) == names[student] and r["email"].endswith("@example.org"), r
-        assert r["due"] == show(due) and float(r["max_score"]) == 6 and r["submitted_at"], r
+        assert r["due"] == show(due, course.zone) and float(r["max_score"]) == 6 and r["submitted_at"], r
         assert (r["reason_ko"] == "") == (r["reason_en"] == "") == (status == "graded"), r
-    assert rows["late"]["submitted_at"] == show(due + timedelta(hours=5))
+    assert rows["late"]["submitted_at"] == show(due + timedelta(hours=5), course.zone)
+    assert rows["late"]["submitted_at"].endswith("+09:00")  # the class's zone (nbgrader_config.py), not the machine's
     assert "늦음" in rows["late"]["reason_ko"] and "5 h late: penalty 1 points" in rows["late"]["reason_en"]
     assert "1일 6시간" in rows["backdated"]["reason_ko"] and "submission.json says" in rows["backdated"]["reason_en"]
     assert "읽을 수 없습니다" in rows["broken"]["reason_ko"] and "cannot be read" in rows["broken"]["reason_en"]
@@ -199,6 +200,21 @@ def test_class_week(tmp_path, capsys):
     assert "수동으로 채점한 셀 stats_test" in rows["manual"]["reason_ko"]
     assert "manually graded cell stats_test changed" in rows["manual"]["reason_en"]
     assert float(rows["partial"]["task:stats_test"]) == 3
+
+    # the school's systems take the net score, and the formgrader shows it (late: 6 - 1)
+    for fmt in ("canvas", "moodle", "gradescope", "wide"):
+        assert cli(course, "instructor", "export", "--format", fmt, "--assignment", ASSIGNMENT,
+                   "--to", str(tmp_path / f"{fmt}.csv")) == 0
+    with open(tmp_path / "canvas.csv", encoding="utf-8", newline="") as handle:
+        canvas = {line[2]: line[5] for line in list(csv.reader(handle))[2:]}
+    assert (float(canvas["late"]), float(canvas["backdated"]), canvas["manual"]) == (5, 4, "")
+    from nbgrader.coursedir import CourseDirectory
+    from autograder.grading.net_scores import NetScoresAPI
+    config = course.config()
+    shown = {s["student"]: s for s in NetScoresAPI(coursedir=CourseDirectory(config=config), config=config)
+             .get_submissions(ASSIGNMENT)}
+    assert (shown["late"]["score"], shown["late"]["raw_score"], shown["late"]["late_penalty"]) == (5, 6, 1)
+    assert (shown["backdated"]["score"], shown["ontime"]["score"]) == (4, 6)
 
     # the default place: instructor/, ignored by git; and nbgrader's "zero" policy is applied to the net score
     assert cli(course, "instructor", "deadline", "--late", "zero") == 0

@@ -252,8 +252,7 @@ def report(title: Message, parts: list[Part], points: float) -> float | None:
     its own English "Partial credit" line for a numeric result).
     """
     share = fraction(parts)
-    failed = list(dict.fromkeys(p.message for p in parts if not p.ok))
-    shown = list(dict.fromkeys(p.message for p in parts if p.ok and p.measured))
+    failed, shown, right, items = _verdict_lists(parts)
     detail = "\n".join(_items("❌", failed))
     if share >= 1.0:
         print("\n".join([_titled("check.passed", title)] + _items("✅", shown)))
@@ -261,15 +260,29 @@ def report(title: Message, parts: list[Part], points: float) -> float | None:
     if share <= 0.0:
         raise CheckFailed(f"{_titled('check.failed', title)}\n{detail}")
     earned = round(points * share, 2)
-    right = list(dict.fromkeys(p.label for p in parts if p.ok and p.label is not None and not p.measured))
-    items = {_item(p) for p in parts if p.weight}  # a labelled part counts as itself, others by their message
-    missed = {_item(p) for p in parts if p.weight and not p.ok}
-    text = "\n".join([_titled("check.partial", title, earned=earned, points=points,
-                               failed=len(missed), items=len(items)), detail] + _items("✅", shown + right))
+    text = "\n".join([_titled("check.partial", title, earned=earned, points=points, failed=len(failed),
+                               items=items), detail] + _items("✅", shown + right))
     if validating():
         raise CheckFailed(text)
     print(text)
     return earned if os.environ.get("NBGRADER_EXECUTION") else Earned(earned)
+
+
+def _verdict_lists(parts: list[Part]) -> tuple[list[Message], list[Message], list[Message], int]:
+    """What a verdict lists, and how many items that is: the failed items (❌), the measurements that passed (✅ with
+    their value), and the other items that passed (✅): only parts that earn points, by their label ("(×4)" when four
+    distinct parts share it), or by their own message where the label also failed elsewhere (not a ✅ "dtype" under
+    a ❌ about the dtype)."""
+    failed = list(dict.fromkeys(p.message for p in parts if not p.ok))
+    shown = list(dict.fromkeys(p.message for p in parts if p.ok and p.measured))
+    wrong = {p.label for p in parts if not p.ok and p.label is not None}
+    groups: dict[Message, set] = {}
+    for p in parts:
+        if p.ok and p.weight and not p.measured and p.message not in shown:
+            groups.setdefault(p.message if p.label is None or p.label in wrong else p.label, set()).add(p.message)
+    right = [key if len(seen) == 1 else Message(f"{key.ko} (×{len(seen)})", f"{key.en} (×{len(seen)})")
+             for key, seen in groups.items()]
+    return failed, shown, right, len(failed) + len(shown) + sum(len(seen) for seen in groups.values())
 
 
 class Earned(float):
@@ -279,10 +292,6 @@ class Earned(float):
 
     def _ipython_display_(self) -> None:
         pass
-
-
-def _item(part: Part) -> tuple:
-    return (part.label or part.message, part.message if part.label else None)
 
 
 def _items(mark: str, messages: list[Message], limit: int = 8) -> list[str]:

@@ -70,6 +70,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to", type=Path, help="CSV 경로 (기본: git이 무시하는 instructor/grades-<날짜>.csv) / CSV path (default: instructor/grades-<date>.csv, ignored by git)")
     p.add_argument("--bom", action="store_true", help="BOM으로 시작 (스프레드시트가 한글을 바르게 읽음) / start with a byte-order mark (spreadsheets then read Hangul right)")
     p.add_argument("--assignment", action="append", help="이 과제만 (여러 번 쓸 수 있음) / only these assignments (repeatable)")
+    p.add_argument("--format", dest="fmt", choices=("long", "wide", "canvas", "moodle", "gradescope"), default="long",
+                   help="long: 학생과 과제마다 한 줄 (기본), wide: 학생마다 한 줄, canvas/moodle: 그 LMS의 성적 가져오기 CSV, "
+                        "gradescope: 과제 하나의 문항별 CSV / long: one row per student and assignment (default), "
+                        "wide: one row per student, canvas/moodle: that LMS's grade import CSV, "
+                        "gradescope: one assignment's per-question CSV")
     p.set_defaults(func=_export)
     p = sub.add_parser("check-hardware", help="이 컴퓨터에서 참조 해답을 몇 번 채점해 잃는 점수 보고 / grade the reference solutions here a few times; report lost points")
     p.add_argument("modules", nargs="*", help="예: 02_gpu_architecture (기본: 모든 solutions/NN_*) / e.g. 02_gpu_architecture (default: every solutions/NN_*)")
@@ -137,7 +142,7 @@ def _release(args):
     if args.due is not None:
         set_due(course, args.assignment, args.due)
     due = due_dates(course).get(args.assignment)
-    print(_with_due("grading.released", show(due), assignment=args.assignment,
+    print(_with_due("grading.released", show(due, course.zone), assignment=args.assignment,
                     folder=course.folder("release", args.assignment), exchange=course.config().Exchange.root).text())
 
 
@@ -156,7 +161,7 @@ def _deadline(args):
         set_due(course, args.assignment, args.due)
     dates = due_dates(course)
     for name in [args.assignment] if args.assignment else sorted(dates):
-        print(_with_due("grading.due_set", show(dates.get(name)), assignment=name).text())
+        print(_with_due("grading.due_set", show(dates.get(name), course.zone), assignment=name).text())
     policy = describe_policy(course)
     print(Message(msg("grading.late_policy", policy=policy.ko).ko, msg("grading.late_policy", policy=policy.en).en).text())
 
@@ -181,7 +186,7 @@ def _collect(args):
     if args.folder is None:
         done = from_exchange(course, args.assignment)
     else:
-        at = parse_time(args.received_at) if args.received_at else None
+        at = parse_time(args.received_at, zone=course.zone) if args.received_at else None
         done = from_folder(course, args.assignment, args.folder, at)
     for item in done:  # entry names are the submitters': shown with their control characters escaped
         mark = "➖" if item.ignored else "✅" if item.problem is None else "❌"
@@ -220,8 +225,8 @@ def _feedback(args):
 def _export(args):
     from .export import default_path, write
     course = _course(args)
-    path = args.to or default_path(course)
-    count = write(course, path, args.assignment, bom=args.bom)
+    path = args.to or default_path(course, args.fmt)
+    count = write(course, path, args.assignment, bom=args.bom, fmt=args.fmt)
     print(msg("grading.exported", path=path, count=count).text())
 
 

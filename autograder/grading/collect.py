@@ -153,7 +153,7 @@ def _remember(course: Course, assignment: str, student: str, source: str, at: da
               "claimed": claimed.isoformat() if claimed else None, "disagrees": bool(disagrees)}
     write_new(path, json.dumps(record, ensure_ascii=False, indent=1).encode("utf-8"))
     from .deadlines import time_note
-    return time_note({"received": record})
+    return time_note({"received": record}, course.zone)
 
 
 def received(course: Course, assignment: str, student: str) -> dict:

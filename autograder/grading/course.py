@@ -4,7 +4,9 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from datetime import datetime, tzinfo
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from traitlets.config import Config
 from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
@@ -61,6 +63,19 @@ class Course:
     @property
     def course_id(self) -> str:
         return self.config().CourseDirectory.course_id
+
+    @property
+    def zone(self) -> tzinfo:
+        """The class's time zone, set once as ``c.Course.timezone`` (e.g. ``"Asia/Seoul"``) in the course's
+        nbgrader configuration: times are shown in it, and a time written without a zone is read in it.
+        Unset: this machine's zone."""
+        name = self.config().Course.get("timezone")
+        if not name:
+            return datetime.now().astimezone().tzinfo
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise GradingError(msg("grading.bad_timezone", zone=name).text()) from None
 
     def folder(self, kind: str, *parts: str) -> Path:
         """``kind`` is source, release, submitted, autograded or feedback."""

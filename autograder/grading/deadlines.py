@@ -1,7 +1,8 @@
 """Due dates, submission times and late penalties, all from the instructor's side.
 
 - The due date is nbgrader's ``Assignment.duedate`` in the gradebook (naive UTC, as nbgrader keeps it),
-  set by ``instructor deadline`` or ``instructor release --due``.
+  set by ``instructor deadline`` or ``instructor release --due``. Times are shown in the class's zone
+  (``Course.zone``: ``c.Course.timezone``), and a time written without a zone is read in it.
 - The submission time is the ``timestamp.txt`` that ``collect`` writes: the time the file was received
   (or the time the instructor gives), or the time the exchange folder was made. A time the submission
   states itself (``submission.json``) is kept only to be shown when it disagrees.
@@ -10,7 +11,7 @@
   per started hour or day), read from the course's nbgrader configuration; ``instructor deadline
   --late ...`` writes it to ``nbgrader_config.json`` in the course root, which nbgrader's own
   commands read too. The penalty is stored on each submitted notebook
-  (``late_submission_penalty``: the formgrader shows it) and recomputed on every merge and export,
+  (``late_submission_penalty``; the course's formgrader extension subtracts it) and recomputed on every merge and export,
   so a manual grade given later is penalised the same way.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import math
 import re
 import warnings
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
@@ -50,13 +51,16 @@ class LatePenalty(LateSubmissionPlugin):
 
 # --- times -----------------------------------------------------------------------------------
 
-def parse_time(text: str, key: str = "grading.bad_time") -> datetime:
-    """An aware datetime from ISO text (``2026-12-01T23:59+09:00``; no zone: this machine's zone)."""
+def parse_time(text: str, key: str = "grading.bad_time", zone: tzinfo | None = None) -> datetime:
+    """An aware datetime from ISO text (``2026-12-01T23:59+09:00``; no zone: ``zone``, the class's
+    (:attr:`Course.zone`), else this machine's)."""
     try:
         moment = datetime.fromisoformat(text.strip().replace(" ", "T", 1) if " " in text.strip()[:11] else text.strip())
     except (ValueError, AttributeError):
         raise GradingError(msg(key, when=text).text()) from None
-    return moment if moment.tzinfo else moment.astimezone()
+    if moment.tzinfo:
+        return moment
+    return moment.replace(tzinfo=zone) if zone is not None else moment.astimezone()
 
 
 def to_utc_naive(moment: datetime) -> datetime:
@@ -64,12 +68,13 @@ def to_utc_naive(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
-def show(moment: datetime | None) -> str:
-    """A naive-UTC (nbgrader) or aware time as ``2026-12-01T23:59:00+09:00`` in this machine's zone; '' for None."""
+def show(moment: datetime | None, zone: tzinfo | None = None) -> str:
+    """A naive-UTC (nbgrader) or aware time as ``2026-12-01T23:59:00+09:00`` in ``zone``, the class's
+    (:attr:`Course.zone`; None: this machine's); '' for None."""
     if moment is None:
         return ""
     aware = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-    return aware.astimezone().isoformat(timespec="seconds")
+    return aware.astimezone(zone).isoformat(timespec="seconds")
 
 
 def duration(seconds: float) -> Message:
@@ -86,7 +91,7 @@ def duration(seconds: float) -> Message:
 
 def set_due(course: Course, assignment: str, when: str | None) -> datetime | None:
     """Store ``assignment``'s due date (``None``/'none' removes it); returns it (naive UTC)."""
-    due = None if when in (None, "", "none") else to_utc_naive(parse_time(when, "grading.bad_due"))
+    due = None if when in (None, "", "none") else to_utc_naive(parse_time(when, "grading.bad_due", course.zone))
     ensure_assignment(course, assignment)
     with warnings.catch_warnings(), Gradebook(course.gradebook_url, course.course_id) as gb:
         warnings.simplefilter("ignore")
@@ -180,11 +185,12 @@ def apply_penalties(course: Course, submission, late_plugin: LateSubmissionPlugi
     return total
 
 
-def time_note(record: dict) -> Message | None:
-    """The disagreement ``collect`` saw between the submission's own time and the received time, if any."""
+def time_note(record: dict, zone: tzinfo | None = None) -> Message | None:
+    """The disagreement ``collect`` saw between the submission's own time and the received time, if any
+    (times in ``zone``, the class's)."""
     received = record.get("received") or {}
     if received.get("claimed") and received.get("disagrees"):
         key = "grading.exchange_time_differs" if received.get("via") == "exchange" else "grading.received_differs"
-        return msg(key, claimed=show(datetime.fromisoformat(received["claimed"])),
-                   received=show(datetime.fromisoformat(received["at"])))
+        return msg(key, claimed=show(datetime.fromisoformat(received["claimed"]), zone),
+                   received=show(datetime.fromisoformat(received["at"]), zone))
     return None

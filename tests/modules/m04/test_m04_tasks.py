@@ -80,8 +80,8 @@ def test_a_partial_verdict_lists_the_parts_that_are_right_and_names_the_mistake(
     assert 0 < earned < 3
     assert "Known mistake: no micro-batch ran inside `model.no_sync()`" in shown
     right = [line for line in shown.splitlines() if line.lstrip().startswith("✅")]
-    assert any(line.endswith("update (weighting, clipping)") for line in right)
-    assert any(line.endswith("scaler calls") for line in right)
+    assert any("update (weighting, clipping)" in line for line in right)
+    assert any("scaler calls" in line for line in right)
 
 
 def test_gb_for_gib_is_named_by_the_visible_plan_checks(capsys, monkeypatch):
