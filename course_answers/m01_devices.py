@@ -288,7 +288,7 @@ HIDDEN = {
     "setup": _setup_hidden,
     "memory": _memory_hidden,
     "timer": _timer_hidden,
-    "speedup": lambda rng: [{"width": rng.choice(speedup_widths())}],
+    "speedup": lambda rng: [{"width": rng.choice(speedup_widths()[::2])}],  # not the visible width: another input
     "audit": _audit_hidden,
 }
 

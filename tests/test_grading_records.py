@@ -37,6 +37,12 @@ def test_partial_answers_get_partial_points():
     assert verdict.earned == pytest.approx(0.5)
 
 
+def test_a_constant_answer_rescores_to_nothing_with_the_reason():
+    """Right on one visible case, the same for every case: the grader's rescoring gives 0 (checks.core's rule)."""
+    verdict = rescore(SOURCE, [record(lambda a, b: 3)], SEED, 2)
+    assert verdict.earned == 0 and "Gives the same answer for every input: 3" in verdict.text
+
+
 @pytest.mark.parametrize("forged", [
     dict(seed=SEED + 1),  # answers for other cases
     dict(hidden=False),  # visible cases only

@@ -72,6 +72,8 @@ class Task:
     kind: str = "recall"  # "recall": what the lesson shows, applied as shown; "transfer": the idea where the lesson did not go
     level: str = "core"  # "warm-up", "core" or "stretch": an exercise climbs from its warm-up to a stretch task
     mistakes: tuple[str, ...] = ()  # known wrong answers the visible checks name (messages mNN.mistake.<name>)
+    given: Callable[[Any], Any] | None = None  # answer -> what the learner's code gave in it, where the answer also
+    # holds what the check saw it do or was given (calls counted, shapes): compared by ``same_for_every_input``
     id: str = ""  # "mNN.name", set when the task is looked up
 
 
@@ -161,7 +163,40 @@ def _collect_rounds(task: Task, learner: Any, cases: list, task_id: str) -> list
 
 
 def score_records(task: Task, records: list[dict]) -> list[Part]:
-    """Score recorded answers (pure: the grader calls this outside the learner's kernel)."""
+    """Score recorded answers (pure: the grader calls this outside the learner's kernel); an answer that ignores
+    its input scores nothing (:func:`same_for_every_input`)."""
+    parts = _scored(task, records)
+    constant = same_for_every_input(task, records)
+    if constant is None or fraction(parts) <= 0.0:
+        return parts
+    return [Part(False, msg("check.same_answer", answer=_cut(constant)))] + [p for p in parts if not p.ok]
+
+
+def same_for_every_input(task: Task, records: list[dict]) -> str | None:
+    """The one rule against answers that ignore their input: the answer (JSON text) the learner's code gave when it
+    gave the same one for every case that did not raise (at least two), else None. What the code gave is
+    ``task.given(answer)``, else a measurement's rounds, a simulated device's answer without what the device
+    observed, or the answer."""
+    given = [json.dumps(_given(task, r["answer"]), sort_keys=True, ensure_ascii=False, allow_nan=True)
+             for r in records if not r["error"]]
+    return given[0] if len(given) >= 2 and len(set(given)) == 1 else None
+
+
+def _given(task: Task, answer: Any) -> Any:
+    if task.given is not None:
+        try:
+            return task.given(answer)
+        except Exception:  # an answer of an unexpected shape is compared whole
+            return answer
+    if isinstance(answer, dict) and task.measurement:
+        return answer.get("rounds")
+    if isinstance(answer, dict) and task.simulated:
+        return {k: v for k, v in answer.items() if k != "observed"}
+    return answer
+
+
+def _scored(task: Task, records: list[dict]) -> list[Part]:
+    """Each record scored by the task (its error's message where it raised)."""
     from .expected import want
     parts: list[Part] = []
     for record in records:
@@ -280,7 +315,10 @@ def _titled(key: str, title: Message, **values) -> str:
 
 
 def _short(case: Any, limit: int = 120) -> str:
-    text = json.dumps(case, ensure_ascii=False)
+    return _cut(json.dumps(case, ensure_ascii=False), limit)
+
+
+def _cut(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -720,7 +720,7 @@ def _false_alarm(bug: str, suspects: list, want: list, alarms: list) -> str:
 
 TASKS = {
     "picker": Task(title=_say("title_picker"), answer=_picker_answer, score=_picker_score, visible=_picker_visible,
-                   kind="recall", level="warm-up",
+                   given=lambda a: {k: v for k, v in a.items() if k != "asked"}, kind="recall", level="warm-up",
                    mistakes=("mps_before_cuda", "prefer_unchecked", "prefer_falls_back", "unknown_name",
                              "no_getattr_xpu", "ignores_torch_module")),
     "mlx": Task(title=_say("title_mlx"), answer=_mlx_answer, score=_mlx_score,

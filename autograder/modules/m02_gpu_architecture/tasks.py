@@ -417,9 +417,8 @@ def _round_answer(fn, case):
     import torch
     x = torch.tensor([dec(v) for v in case["values"]], dtype=torch.float32)
     out = torch.as_tensor(fn(x.clone(), _fmt(case)))
-    if out.shape != x.shape:
-        return {"shape": list(out.shape)}
-    return [enc(v) for v in out.to(torch.float64).flatten().tolist()]
+    values = [enc(v) for v in out.to(torch.float64).flatten()[:4096].tolist()]
+    return {"shape": list(out.shape), "values": values} if out.shape != x.shape else values
 
 
 def _round_score(case: dict, answer: list, expected: list) -> Part:
@@ -619,13 +618,21 @@ def _mask_answer(fn, case):
     w = torch.tensor(case["w"], dtype=torch.float32)
     if case.get("error"):
         try:
-            fn(w, case["n"], case["m"])
+            result = fn(w, case["n"], case["m"])
         except ValueError:
             return "ValueError"
         except Exception as exc:  # the wrong kind of error is an answer too
             return type(exc).__name__
-        return "no error"
-    return torch.as_tensor(fn(w, case["n"], case["m"])).to(torch.int64).tolist()
+        try:  # what it returned instead, for the rule against answers that ignore their input
+            return {"no error": _mask(result)}
+        except Exception:
+            return {"no error": repr(result)[:80]}
+    return _mask(fn(w, case["n"], case["m"]))
+
+
+def _mask(result) -> list:
+    import torch
+    return torch.as_tensor(result).to(torch.int64).tolist()
 
 
 def _bits(mask, m: int) -> str:
@@ -672,8 +679,9 @@ def _mask_score(case: dict, answer, expected) -> Part:
     label = _label(f"{case['n']}:{case['m']} · {kind}") if kind else None
     if case.get("error"):
         ok = answer == "ValueError"
-        return Part(ok, msg("m02.mask_error", m=case["m"], found=answer) if ok
-                    else msg("m02.mistake.shape_error", m=case["m"], found=answer),
+        found = answer if isinstance(answer, str) else "no error"
+        return Part(ok, msg("m02.mask_error", m=case["m"], found=found) if ok
+                    else msg("m02.mistake.shape_error", m=case["m"], found=found),
                     mistake=None if ok else "shape_error", label=label)
     want = expected["mask"]
     if answer == want:
@@ -769,7 +777,8 @@ TASKS = {
                    visible=_limits_visible, kind="transfer", level="core",
                    mistakes=("max_pattern", "min_exponent", "subnormal_min", "eps_vs_roundoff")),
     "round": Task(title=msg("m02.title_round"), answer=_round_answer, score=_round_score,
-                  visible=_round_visible, kind="transfer", level="core",
+                  visible=_round_visible, given=lambda a: a["values"] if isinstance(a, dict) else a,
+                  kind="transfer", level="core",
                   mistakes=("not_nearest", "ties_away", "no_saturation", "subnormal_spacing", "signed_zero")),
     "measure": Task(title=msg("m02.title_measure"), answer=_measure_answer, score=_measure_score,
                     visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=3,
@@ -777,7 +786,8 @@ TASKS = {
                     mistakes=("flops_n3", "ms_not_s", "not_measured", "too_fast", "not_first_size",
                               "past_first_size", "reference_called", "no_time_fn")),
     "nm_mask": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
-                    visible=_mask_visible, kind="recall", level="core",
+                    visible=_mask_visible, given=lambda a: a["no error"] if isinstance(a, dict) else a,
+                    kind="recall", level="core",
                     mistakes=("magnitude", "tie_rule", "unstable_sort", "group_size", "shape_error")),
     "smallest_format": Task(title=msg("m02.title_fit"), answer=_fit_answer, score=_fit_score,
                             visible=_fit_visible, kind="transfer", level="stretch",

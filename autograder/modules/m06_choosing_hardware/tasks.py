@@ -537,7 +537,7 @@ TASKS = {
                     mistakes=("idle_as_throttle", "bits_equal", "utilization_trusted", "stall_missed", "fixed_columns",
                               "na_as_zero", "na_rows_dropped", "busy_mean")),
     "inventory": Task(title=msg("m06.title_inventory"), answer=_inventory_answer, score=_inventory_score,
-                      visible=_inventory_visible, kind="recall", level="core",
+                      visible=_inventory_visible, given=lambda a: a["rows"], kind="recall", level="core",
                       mistakes=("no_shutdown_on_error", "no_fallback", "gb_for_gib", "bytes_name", "shutdown_without_init")),
     "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score, visible=_mfu_visible,
                 measurement=True, reference=_mfu_reference, rounds=3, kind="transfer", level="stretch",

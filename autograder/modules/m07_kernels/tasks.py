@@ -125,6 +125,15 @@ def _busiest(most: tuple | None) -> list | None:
     return None if most is None else [most[0], list(most[1]), list(most[2])]
 
 
+def written(answer: Any) -> Any:
+    """What a kernel gave, as the rule against answers that ignore their input compares it: per output, the one
+    value it left everywhere (nothing written, or a constant), else all its values; an answer without values whole."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("values"), dict):
+        return answer
+    return {name: values[0] if len({repr(v) for v in values}) == 1 else values
+            for name, values in answer["values"].items()}
+
+
 def _kernel(learner: Any):
     traffic.python_function(learner)   # raises NotAKernel with a clear name
     return learner
@@ -892,28 +901,31 @@ def _copy_on_gpu(case, answer, rounds) -> tuple[bool, list[Part]]:
 
 TASKS = {
     "guard": Task(title=_m("title.guard"), answer=_guard_answer, score=_guard_score, visible=_guard_visible,
-                  hint=_hint, kind="recall", level="warm-up",
+                  given=written, hint=_hint, kind="recall", level="warm-up",
                   mistakes=("no_guard", "off_by_one_guard", "too_few_blocks", "extra_block")),
     "broadcast": Task(title=_m("title.broadcast"), answer=_broadcast_answer, score=_broadcast_score,
-                      visible=_broadcast_visible, hint=_hint, kind="transfer", level="core",
+                      given=written, visible=_broadcast_visible, hint=_hint, kind="transfer", level="core",
                       mistakes=("row_col_swap", "guard_one_dim")),
     "stride": Task(title=_m("title.stride"), answer=_stride_answer, score=_stride_score, visible=_stride_visible,
-                   hint=_hint, kind="transfer", level="core", mistakes=("no_loop", "stride_block_only", "contiguous_chunks")),
+                   given=written, hint=_hint, kind="transfer", level="core",
+                   mistakes=("no_loop", "stride_block_only", "contiguous_chunks")),
     "pool": Task(title=_m("title.pool"), answer=_pool_answer, score=_pool_score, visible=_pool_visible, hint=_hint,
-                 kind="transfer", level="core", mistakes=("missing_sync", "early_return", "no_halo", "global_in_loop")),
+                 given=written, kind="transfer", level="core",
+                 mistakes=("missing_sync", "early_return", "no_halo", "global_in_loop")),
     "dot": Task(title=_m("title.dot"), answer=_dot_answer, score=_dot_score, visible=_dot_visible, hint=_hint,
-                kind="recall", level="core",
+                given=written, kind="recall", level="core",
                 mistakes=("missing_sync", "early_return", "non_atomic", "atomic_per_thread", "serial_reduction")),
     "scan": Task(title=_m("title.scan"), answer=_scan_answer, score=_scan_score, visible=_scan_visible, hint=_hint,
-                 kind="transfer", level="core",
+                 given=written, kind="transfer", level="core",
                  mistakes=("in_place_race", "early_return", "rereads", "inclusive", "serial_scan")),
     "matmul": Task(title=_m("title.matmul"), answer=_matmul_answer, score=_matmul_score, visible=_matmul_visible,
-                   hint=_hint, kind="transfer", level="stretch",
+                   given=written, hint=_hint, kind="transfer", level="stretch",
                    mistakes=("naive", "missing_sync", "early_return", "uncoalesced_b", "no_boundary")),
     "softmax": Task(title=_m("title.softmax"), answer=_softmax_answer, score=_softmax_score,
                     visible=_softmax_visible, kind="transfer", level="core",
                     mistakes=("no_max", "other_zero", "no_mask")),
     "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible, hint=_hint,
+                 given=lambda a: [r["gbs"] for r in a["rounds"]],  # the figure: a right kernel beside a constant is 0
                  measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
                  mistakes=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup",
                            "reference_called")),
