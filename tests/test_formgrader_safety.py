@@ -8,14 +8,9 @@ the server's token, so a script that ran would have the instructor's ``_xsrf`` c
 request may go to ``/api/contents``, the formgrader's own scripts must run, and the submission's text must
 show (inert). A control renders one payload with nbconvert's plain exporter and sees it run, so the probe works.
 """
-import os
 import re
-import secrets
 import shutil
-import subprocess
-import sys
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from nbconvert.exporters import HTMLExporter
@@ -29,7 +24,7 @@ from autograder.grading.safe_html import inline_scripts, policy
 from autograder.grading.worker import Limits
 from fixtures.browser import browser  # noqa: F401 (a fixture)
 from fixtures.grading_course import ASSIGNMENT, build, corpus, demo_course
-from fixtures.servers import free_port, stop, wait_for
+from fixtures.servers import course_jupyter
 
 CASES = {name: case for name, case in corpus().items() if name.startswith("xss_")}
 MARKERS = {"xss_img_onerror": "AIHW-XSS-img", "xss_script_tag": "AIHW-XSS-script", "xss_javascript_output": "AIHW-XSS-js",
@@ -52,21 +47,8 @@ def course(tmp_path_factory):
 @pytest.fixture(scope="module")
 def formgrader(course):
     """nbgrader's formgrader in a Jupyter server on 127.0.0.1, configured as the course configures it."""
-    port, token = free_port(), secrets.token_hex(16)
-    log = course.root / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_"))}
-    env["JUPYTER_CONFIG_PATH"] = str(REPO / "autograder" / "data" / "jupyter")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", "--ip=127.0.0.1",
-             f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={course.root}", *(["--allow-root"] if os.geteuid() == 0 else [])],
-            cwd=course.root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        wait_for(f"http://127.0.0.1:{port}/formgrader/api/assignments", token, proc, log)
-        yield {"url": f"http://127.0.0.1:{port}", "token": token, "log": log}
-    finally:
-        stop(proc)
+    with course_jupyter(course.root) as (url, token, log):
+        yield {"url": url, "token": token, "log": log}
 
 
 class _Attributes(HTMLParser):

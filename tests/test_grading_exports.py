@@ -237,26 +237,9 @@ def test_the_course_jupyter_settings_make_the_formgrader_use_it():
 
 def test_the_running_formgrader_answers_with_the_net_score(late_gradebook):
     """nbgrader's formgrader in a real Jupyter server with the course's Jupyter settings: its API's score is net."""
-    import os
-    import secrets
-    import subprocess
-    import sys
-    from autograder.grading.course import REPO
-    from fixtures.servers import free_port, request, stop, wait_for
-    root = late_gradebook.root
-    port, token = free_port(), secrets.token_hex(16)
-    log = root / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_"))}
-    env["JUPYTER_CONFIG_PATH"] = str(REPO / "autograder" / "data" / "jupyter")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser", "--ip=127.0.0.1",
-             f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={root}", *(["--allow-root"] if os.geteuid() == 0 else [])],
-            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        url = f"http://127.0.0.1:{port}/formgrader/api"
-        wait_for(f"{url}/assignments", token, proc, log)
+    from fixtures.servers import course_jupyter, request
+    with course_jupyter(late_gradebook.root) as (base, token, log):
+        url = f"{base}/formgrader/api"
         status, body = request(f"{url}/submissions/ps1", token)
         assert status == 200, body
         shown = {s["student"]: s for s in json.loads(body)}
@@ -270,8 +253,6 @@ def test_the_running_formgrader_answers_with_the_net_score(late_gradebook):
         assert status == 200 and json.loads(body)["average_score"] == 18, body
         status, body = request(f"{url}/submitted_notebooks/ps1/nb", token)
         assert status == 200 and {n["student"]: n["score"] for n in json.loads(body)} == {"late04": 17, "ontime01": 19}
-    finally:
-        stop(proc)
     assert "scores net of the late penalty" in log.read_text(errors="replace")
 
 

@@ -188,15 +188,22 @@ def test_a_class_graded_into_postgresql_exports_what_sqlite_does(server, tmp_pat
     assert set(submissions) == set(CLASS) and submissions["p01"]["score"] == 6.0
 
 
-def test_the_db_url_option_points_every_command_at_postgresql(server, tmp_path, monkeypatch, capsys):
-    """``--db-url`` (no environment variable): grade and export with a course that has no configuration file."""
-    url = server("course_b")
+def _course_on(url: str, tmp_path: Path, monkeypatch, students: list[str]) -> tuple[str, Path, Course]:
+    """The demo course with its gradebook at ``url`` (no configuration file, no environment variable), generated,
+    with an all-correct submission of each of ``students``."""
     monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
     root = tmp_path / "course"
     shutil.copytree(HERE / "course" / "solutions", root / "solutions")
     course = Course(root, url)
     generate(course, ASSIGNMENT)
-    build(course, "q01", corpus()["all_correct"])
+    for student in students:
+        build(course, student, corpus()["all_correct"])
+    return url, root, course
+
+
+def test_the_db_url_option_points_every_command_at_postgresql(server, tmp_path, monkeypatch, capsys):
+    """``--db-url`` (no environment variable): grade and export with a course that has no configuration file."""
+    url, root, course = _course_on(server("course_b"), tmp_path, monkeypatch, ["q01"])
     assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1"]) == 0
     assert "6/6" in capsys.readouterr().out
     rows = _export_with(root, url, tmp_path / "out.csv")
@@ -251,14 +258,7 @@ def test_a_batch_stopped_midway_leaves_the_postgresql_gradebook_untouched(server
     the batch stops at the third, exit 2, and the PostgreSQL gradebook keeps exactly the rows it had."""
     import json
     from autograder.grading import batch
-    url = server("course_d")
-    monkeypatch.delenv("COURSE_GRADEBOOK_URL", raising=False)
-    root = tmp_path / "course"
-    shutil.copytree(HERE / "course" / "solutions", root / "solutions")
-    course = Course(root, url)
-    generate(course, ASSIGNMENT)
-    for student in ("r01", "r02", "r03", "r04", "r05"):
-        build(course, student, corpus()["all_correct"])
+    url, root, course = _course_on(server("course_d"), tmp_path, monkeypatch, ["r01", "r02", "r03", "r04", "r05"])
     assert main(["instructor", "grade", ASSIGNMENT, "--root", str(root), "--db-url", url, "--workers", "1",
                  "--students", "r01"]) == 0
     before = _export_with(root, url, tmp_path / "before.csv")
