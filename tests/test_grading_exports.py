@@ -9,6 +9,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from nbformat.v4 import new_notebook
 
 from autograder.grading import export
 from autograder.grading.course import Course, GradingError
@@ -186,7 +187,7 @@ def late_gradebook(tmp_path):
             grade = gb.find_grade("c1", "nb", "ps1", student)
             grade.auto_score, grade.needs_manual_grade = 19.0, False
             (tmp_path / "autograded" / student / "ps1").mkdir(parents=True)
-            (tmp_path / "autograded" / student / "ps1" / "nb.ipynb").write_text("{}")
+            (tmp_path / "autograded" / student / "ps1" / "nb.ipynb").write_text(json.dumps(new_notebook()))
             (tmp_path / "submitted" / student / "ps1").mkdir(parents=True)
             (tmp_path / "submitted" / student / "ps1" / "timestamp.txt").write_text(f"{stamp} UTC")
         gb.db.commit()
@@ -253,6 +254,10 @@ def test_the_running_formgrader_answers_with_the_net_score(late_gradebook):
         assert status == 200 and json.loads(body)["average_score"] == 18, body
         status, body = request(f"{url}/submitted_notebooks/ps1/nb", token)
         assert status == 200 and {n["student"]: n["score"] for n in json.loads(body)} == {"late04": 17, "ontime01": 19}
+        late = next(n["id"] for n in json.loads(body) if n["student"] == "late04")
+        status, page = request(f"{base}/formgrader/submissions/{late}/", token)  # the submission's own page
+        page = page.decode("utf-8")
+        assert status == 200 and "Score: 17 / 20" in page and "Late penalty 2 points: 19 → 17" in page, page[-3000:]
     assert "scores net of the late penalty" in log.read_text(errors="replace")
 
 

@@ -177,11 +177,22 @@ def _with_banner(data: bytes, banner: Message) -> bytes:
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception:
         return data
+    nb.cells.insert(0, _cell(banner))
+    return nbformat.writes(nb).encode("utf-8")
+
+
+def banner_cell(assignment: str, student: str, row: dict | None):
+    """The feedback's first cell for ``row`` (an export row), as a Markdown cell; None without a row. The
+    formgrader's submission pages show it too (``safe_html``)."""
+    banner = _banner(assignment, student, row)
+    return _cell(banner) if banner.en else None
+
+
+def _cell(banner: Message):
     title = msg("grading.feedback_title", assignment="", student="")
     cell = nbformat.v4.new_markdown_cell(f"{banner.ko}\n\n---\n\n{banner.en}")
     cell.metadata["aihw"] = {"feedback_banner": True, "title": title.en}
-    nb.cells.insert(0, cell)
-    return nbformat.writes(nb).encode("utf-8")
+    return cell
 
 
 def _page(assignment: str, student: str, row: dict) -> str:

@@ -24,6 +24,7 @@ import binascii
 import copy
 import hashlib
 import re
+from pathlib import Path
 
 import bleach
 import nbformat
@@ -113,8 +114,9 @@ def _number(value) -> bool:
 class SafeHTMLExporter(HTMLExporter):
     """nbconvert's HTML exporter for pages that show a submission (see the module's docstring)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, course_root: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.course_root = course_root  # the formgrader's course: its pages get the feedback's banner
         self.sanitize_html = True
         self.register_preprocessor(InertImages(parent=self), enabled=True)
 
@@ -127,10 +129,29 @@ class SafeHTMLExporter(HTMLExporter):
         return clean(super().markdown2html(context, source))
 
     def from_notebook_node(self, nb, resources=None, **kw):
+        nb = self._with_banner(nb, resources or {})
         html, out = super().from_notebook_node(nb, resources=copy.deepcopy(resources), **kw)
         empty = nbformat.v4.new_notebook()
         own, _ = super().from_notebook_node(empty, resources=copy.deepcopy(resources), **kw)
         return with_policy(html, policy(inline_scripts(own))), out
+
+
+    def _with_banner(self, nb, resources: dict):
+        """In the formgrader (a submission's page names its assignment and student): the notebook with the
+        feedback's first cell, the net score, the late penalty and the reasons, as the export has them."""
+        assignment, student = resources.get("assignment_id"), resources.get("student")
+        if not (self.course_root and assignment and student) or any(
+                c.get("metadata", {}).get("aihw", {}).get("feedback_banner") for c in nb.cells):
+            return nb
+        from .course import Course
+        from .export import student_reasons
+        from .feedback import banner_cell
+        cell = banner_cell(assignment, student, student_reasons(Course(Path(self.course_root)), assignment, student))
+        if cell is None:
+            return nb
+        nb = copy.deepcopy(nb)
+        nb.cells.insert(0, cell)
+        return nb
 
 
 def _jupyter_server_extension_points():
@@ -146,5 +167,5 @@ async def _start_jupyter_server_extension(serverapp) -> None:
     settings = serverapp.web_app.settings
     old = settings.get("nbgrader_exporter")
     if old is not None and not isinstance(old, SafeHTMLExporter):
-        settings["nbgrader_exporter"] = SafeHTMLExporter(config=old.config)
+        settings["nbgrader_exporter"] = SafeHTMLExporter(config=old.config, course_root=serverapp.root_dir)
         serverapp.log.info("autograder: the formgrader renders submissions sanitised, under a Content-Security-Policy")
