@@ -5,7 +5,7 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, Preprocessor
@@ -124,7 +124,7 @@ def preflight(job: Job) -> dict | None:
     try:
         work.mkdir(parents=True)
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("6 * 7")])
-        run = SandboxedExecute(config=_config(job, root, notes))
+        run = SandboxedExecute(config=_config(replace(job, device_key=""), root, notes))  # no student's devices
         run.preprocess(nb, {"metadata": {"path": str(work)}, "nbgrader": {"notebook": PREFLIGHT}})
         lines = [json.loads(line) for line in notes.read_text(encoding="utf-8").splitlines()] if notes.exists() else []
         kernel = next((line["kernel"] for line in lines if "kernel" in line), {})
