@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import modules
 from ..i18n import msg
-from .core import CheckFailed, Part, Task, cases_for, close, collect, emit, grading_seed, recording, report, score_records
+from .core import CheckFailed, Part, Task, cases_for, close, collect, emit, grading_seed, recording, report, scope, score_records
 
 __all__ = ["check", "task", "close", "CheckFailed", "Part", "Task"]
 
@@ -34,4 +34,5 @@ def check(task_id: str, learner: Any, points: float, hidden: bool = False) -> fl
     if recording():  # the grader scores the record outside this kernel, with what it observed itself
         print(msg("grading.recorded").text())
         return None
-    return report(t.title, score_records(t, records), points)
+    parts = score_records(t, records)
+    return report(t.title, parts, points, scope(t, records, parts))

@@ -48,8 +48,10 @@ class Part:
     measured: bool = False  # a measurement against its band: the verdict shows it even when it passed
     mistake: str | None = None  # a failing part that recognised a known mistake: its name (one of Task.mistakes)
     label: Message | None = None  # a short name ("H100 → ridge"): a partial verdict lists the parts that are right
+    keeps: float = 1.0  # a failing part: the most of the task's points the answer may keep (see :func:`fraction`)
 
 
+CENTRAL = 1 / 3  # the most of a task's points an answer that breaks the task's rule keeps
 KINDS = ("recall", "transfer")
 LEVELS = ("warm-up", "core", "stretch")
 
@@ -72,6 +74,8 @@ class Task:
     kind: str = "recall"  # "recall": what the lesson shows, applied as shown; "transfer": the idea where the lesson did not go
     level: str = "core"  # "warm-up", "core" or "stretch": an exercise climbs from its warm-up to a stretch task
     mistakes: tuple[str, ...] = ()  # known wrong answers the visible checks name (messages mNN.mistake.<name>)
+    rule: Message | None = None  # the rule the task exists to teach (messages mNN.rule.<task>)
+    central: tuple[str, ...] = ()  # the mistakes that break ``rule``: an answer making one keeps CENTRAL of the points
     given: Callable[[Any], Any] | None = None  # answer -> what the learner's code gave in it, where the answer also
     # holds what the check saw it do or was given (calls counted, shapes): compared by ``same_for_every_input``
     id: str = ""  # "mNN.name", set when the task is looked up
@@ -165,11 +169,21 @@ def _collect_rounds(task: Task, learner: Any, cases: list, task_id: str) -> list
 def score_records(task: Task, records: list[dict]) -> list[Part]:
     """Score recorded answers (pure: the grader calls this outside the learner's kernel); an answer that ignores
     its input scores nothing (:func:`same_for_every_input`)."""
-    parts = _scored(task, records)
+    parts = _central(task, _scored(task, records))
     constant = same_for_every_input(task, records)
     if constant is None or fraction(parts) <= 0.0:
         return parts
     return [Part(False, msg("check.same_answer", answer=_cut(constant)))] + [p for p in parts if not p.ok]
+
+
+def _central(task: Task, parts: list[Part]) -> list[Part]:
+    """The one rule of points that follow the point: where a failing part names a mistake that breaks the task's
+    rule (``task.central``), the answer keeps at most :data:`CENTRAL` of the points, and the verdict says why."""
+    broken = [p for p in parts if not p.ok and p.mistake is not None and p.mistake in task.central]
+    if not broken or fraction(parts) <= CENTRAL:
+        return parts
+    why = Part(False, msg("check.central", rule=task.rule or task.title), weight=0.0, keeps=CENTRAL)
+    return [why] + parts
 
 
 def same_for_every_input(task: Task, records: list[dict]) -> str | None:
@@ -230,8 +244,10 @@ def _raised(task: Task, case: Any, error: str) -> Message:
 
 
 def fraction(parts: list[Part]) -> float:
+    """The share of the points earned: the weight of the parts that passed, at most what a failing part ``keeps``."""
     total = sum(p.weight for p in parts)
-    return sum(p.weight for p in parts if p.ok) / total if total else 0.0
+    share = sum(p.weight for p in parts if p.ok) / total if total else 0.0
+    return min([share] + [p.keeps for p in parts if not p.ok])
 
 
 WIDTH = 80  # nbgrader validate cuts every line of a verdict after 87 characters
@@ -242,20 +258,32 @@ def validating() -> bool:
     return os.environ.get("NBGRADER_EXECUTION") == "validate" or os.environ.get("NBGRADER_VALIDATING") == "1"
 
 
-def report(title: Message, parts: list[Part], points: float) -> float | None:
+def scope(task: Task, records: list[dict], parts: list[Part]) -> Message:
+    """What a check checked, for its verdict: how many cases (how many of them hidden) and the parts' labels."""
+    hidden = max(0, len(records) - len(canonical(list(task.visible()))))
+    key = "check.scope_hidden" if hidden else "check.scope_one" if len(records) == 1 else "check.scope"
+    said = msg(key, cases=len(records), hidden=hidden)
+    labels = list(dict.fromkeys(p.label for p in parts if p.label is not None))
+    if not labels:
+        return said
+    return said + msg("check.scope_parts", parts=Message(", ".join(m.ko for m in labels), ", ".join(m.en for m in labels)))
+
+
+def report(title: Message, parts: list[Part], points: float, checked: Message | None = None) -> float | None:
     """Print the verdict; return partial points (:class:`Earned`), None for full marks, raise for none.
 
     nbgrader reads a test cell's numeric result as the points earned, gives full
     marks to a cell without one, and zero to a cell that raised. A measurement
     shows its value and band even when it passed. Under ``nbgrader validate`` a
     partial verdict is raised, because validate shows only an error's text (and
-    its own English "Partial credit" line for a numeric result).
+    its own English "Partial credit" line for a numeric result). A pass says what was ``checked``.
     """
     share = fraction(parts)
     failed, shown, right, items = _verdict_lists(parts)
     detail = "\n".join(_items("❌", failed))
     if share >= 1.0:
-        print("\n".join([_titled("check.passed", title)] + _items("✅", shown)))
+        print("\n".join([_titled("check.passed", title)] + _items("🔎", [checked] if checked else [])
+                        + _items("✅", shown)))
         return None
     if share <= 0.0:
         raise CheckFailed(f"{_titled('check.failed', title)}\n{detail}")

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 
 from ..checks import task as find_task
-from ..checks.core import RECORD_MIME, CheckFailed, cases_for, fraction, report, score_records
+from ..checks.core import RECORD_MIME, CheckFailed, cases_for, fraction, report, scope, score_records
 from ..i18n import msg
 from .safetext import shown
 
@@ -96,7 +96,8 @@ def rescore(source: str, outputs: list, seed: int, max_points: float, observed: 
         shares = [fraction(score_records(task, p["records"])) for p in valid]
         worst = valid[shares.index(min(shares))]
         earned += call.points / total * min(shares)
-        texts.append(_report(task.title, score_records(task, worst["records"]), call.points))
+        parts = score_records(task, worst["records"])
+        texts.append(_report(task.title, parts, call.points, scope(task, worst["records"], parts)))
     shown_text = "\n".join(shown(line) for text in texts for line in text.split("\n"))  # answers: the submission's
     return Verdict(round(max_points * earned, 2), shown_text, "; ".join(reasons) or None)
 
@@ -144,12 +145,12 @@ def _why(outputs: list) -> str:
     return "-"
 
 
-def _report(title, parts, points) -> str:
+def _report(title, parts, points, checked=None) -> str:
     """The verdict text ``report`` prints (or raises) for these parts."""
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stdout(buffer):
-            report(title, parts, points)
+            report(title, parts, points, checked)
     except CheckFailed as failed:
         return str(failed)
     return buffer.getvalue().rstrip("\n")
