@@ -204,3 +204,56 @@ def test_a_partial_verdict_adds_up(capsys):
     assert "1 of 4 items not passed" in out, out
     assert "✅ dtype" not in out and "✅ case 1: dtype right" in out and "✅ values (×2)" in out and "rule" not in out
     assert len(lines) == 3
+
+
+def test_a_right_answer_is_not_a_constant_where_every_case_expects_the_same(monkeypatch):
+    """The same answer for every case is evidence of ignoring the input only where the references differ: hidden
+    cases that happen to expect the same answer (the demo's count drew [2, 2]) keep a right answer's points."""
+    task = square_task()
+    records = [{"case": 2, "answer": 4, "error": None}, {"case": -2, "answer": 4, "error": None}]
+    assert core.same_for_every_input(task, records) is None
+    assert core.fraction(core.score_records(task, records)) == 1.0
+    records[1] = {"case": 3, "answer": 4, "error": None}
+    assert core.same_for_every_input(task, records) == "4"
+    assert core.fraction(core.score_records(task, records)) == 0.0
+
+
+def test_a_mistake_that_breaks_the_rule_keeps_a_third_and_the_verdict_says_why(capsys):
+    """``Task.central``: a failing part that names such a mistake caps the task at :data:`core.CENTRAL`, whatever the
+    other parts earn; another mistake does not."""
+    from dataclasses import replace
+    task = replace(square_task(), rule=Message("제곱은 자기 자신을 곱한다", "a square multiplies a number by itself"),
+                   central=("doubled",), mistakes=("doubled", "sign"))
+
+    def score(case, ans, want):
+        mistake = "doubled" if ans == 2 * case else "sign" if ans == -want else None
+        return [Part(ans == want, Message(f"{case}²", f"{case}²"), mistake=mistake)] + \
+               [Part(True, Message(f"{case} 형식", f"{case} type"), weight=1.0)] * 3
+    task = replace(task, score=score)
+    doubled = [{"case": 2, "answer": 4, "error": None}, {"case": 3, "answer": 6, "error": None}]
+    parts = core.score_records(task, doubled)
+    assert core.fraction(parts) == pytest.approx(core.CENTRAL)  # 7 of 8 parts right, still a third
+    i18n.set_language("en")
+    try:
+        core.report(task.title, parts, 3)
+    finally:
+        i18n._chosen = None
+    said = " ".join(capsys.readouterr().out.split())
+    assert "breaks the rule the task is about (a square multiplies a number by itself): it keeps at most a third" in said
+    sign = [{"case": 2, "answer": 4, "error": None}, {"case": 3, "answer": -9, "error": None}]
+    assert core.fraction(core.score_records(task, sign)) == pytest.approx(7 / 8)
+
+
+def test_a_pass_says_what_it_checked(capsys):
+    from dataclasses import replace
+    task = replace(square_task(), score=lambda case, ans, want: [
+        Part(ans == want, Message(f"{case}²", f"{case}²"), label=Message("값", "values")),
+        Part(isinstance(ans, int), Message(f"{case} 정수", f"{case} int"), label=Message("자료형", "type"))])
+    records = core.collect(task, lambda x: x * x, core.cases_for(task, True, 7))
+    parts = core.score_records(task, records)
+    i18n.set_language("en")
+    try:
+        core.report(task.title, parts, 2, core.scope(task, records, parts))
+    finally:
+        i18n._chosen = None
+    assert "🔎 Checked: 4 cases (2 of them hidden) · parts: values, type" in capsys.readouterr().out

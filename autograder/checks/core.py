@@ -191,9 +191,23 @@ def same_for_every_input(task: Task, records: list[dict]) -> str | None:
     gave the same one for every case that did not raise (at least two), else None. What the code gave is
     ``task.given(answer)``, else a measurement's rounds, a simulated device's answer without what the device
     observed, or the answer."""
+    answered = [r for r in records if not r["error"]]
     given = [json.dumps(_given(task, r["answer"]), sort_keys=True, ensure_ascii=False, allow_nan=True)
-             for r in records if not r["error"]]
-    return given[0] if len(given) >= 2 and len(set(given)) == 1 else None
+             for r in answered]
+    if len(given) < 2 or len(set(given)) != 1 or _same_expected(task, [r["case"] for r in answered]):
+        return None
+    return given[0]
+
+
+def _same_expected(task: Task, cases: list) -> bool:
+    """Whether the references expect one and the same answer for every case (then the same answer is no evidence:
+    a right answer to hidden cases that happen to agree is right)."""
+    from .expected import ReferenceMissing, want
+    try:
+        wants = [json.dumps(want(task.id, case), sort_keys=True, allow_nan=True) for case in cases]
+    except ReferenceMissing:
+        return False
+    return wants[0] != "null" and len(set(wants)) == 1
 
 
 def _given(task: Task, answer: Any) -> Any:
