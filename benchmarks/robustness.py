@@ -139,6 +139,12 @@ def _explain_task(run, task_id: str, student: bool) -> list[str]:
     return lines
 
 
+def _stop(*_) -> None:
+    """SIGTERM: exit through the hog's ``finally``, which a second SIGTERM must not cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", help="comma-separated, e.g. 02_gpu_architecture (default: every exercise)")
@@ -157,7 +163,7 @@ def main(argv=None) -> int:
     if bad or args.runs < 1:
         parser.error(f"unknown: {', '.join(bad) or '--runs must be >= 1'} (exercises: {', '.join(known)}; "
                      f"conditions: {', '.join(CONDITIONS)})")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the hog's finally runs
+    signal.signal(signal.SIGTERM, _stop)
     os.environ["COURSE_NO_PROGRESS"] = "1"
     use_venv_tools()
     isolate = sandbox.available() or False
