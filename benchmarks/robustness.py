@@ -180,6 +180,8 @@ def main(argv=None) -> int:
     for module in [m for m in modules if not tasks[m]]:
         print(f"{module}: no measurement task, left out")
         modules.remove(module)
+    if not modules:
+        parser.error("no exercise left to grade")
     rows = [row for m in modules for row in tasks[m]]
     table: dict[tuple[str, str], int] = {}
     what = "student version: 0 points" if args.student else "reference full marks"
