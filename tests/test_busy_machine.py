@@ -237,6 +237,7 @@ def test_lessons_and_exercise_06_on_a_profile_89x_too_low(tmp_path, monkeypatch)
     monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("COURSE_NO_PROGRESS", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("COURSE_LANG", "en")   # the .en notebooks' language (the kernel cannot see their names here)
     monkeypatch.chdir(tmp_path)
     stored = seed_stale_cache()
     assert json.loads(reference._cache_path("cpu").read_text())["matmul"]["fp32"]["tflops"] == \

@@ -220,8 +220,8 @@ def measure_roofline_points(device: str, llc: int) -> Measured:
     x, y, z = (torch.rand(n, device=device) for _ in range(3))
     kernels.append(("add", n / (12 * n), n, lambda: torch.add(x, y, out=z), 0.25))
     n = 4096
-    a, v = torch.rand(n, n, device=device), torch.rand(n, device=device)
-    kernels.append(("matvec 4096", 2 * n**2 / (4 * (n**2 + 2 * n)), 2 * n**2, lambda: a @ v, 0.25))
+    m, v = torch.rand(n, n, device=device), torch.rand(n, device=device)
+    kernels.append(("matvec 4096", 2 * n**2 / (4 * (n**2 + 2 * n)), 2 * n**2, lambda: m @ v, 0.25))
     for n in ((64, 256, 1024) if device == "cpu" else (256, 1024, 4096)):
         a, b = torch.rand(n, n, device=device), torch.rand(n, n, device=device)
         kernels.append((f"matmul {n}", 2 * n**3 / (4 * 3 * n**2), 2 * n**3, lambda a=a, b=b: a @ b, 0.3))
@@ -232,19 +232,17 @@ def measure_roofline_points(device: str, llc: int) -> Measured:
 
 
 def roof_for(points: list[tuple], peak_tflops: float, gbs: float, peak_measured: bool = True) -> tuple[float, float]:
-    """The measured roof ``(peak TFLOP/s, GB/s)`` the points are drawn under: where a point is above it, the roof was
-    measured at a busier moment and is raised to the point (:func:`autograder.reference.best_seen`; the bandwidth by a
-    point left of the ridge, the peak by one right of it), and a line says so. A spec sheet's peak
-    (``peak_measured=False``) stays."""
+    """The measured roof ``(peak TFLOP/s, GB/s)`` the points are drawn under. A point that ran ``achieved`` FLOP/s at
+    ``intensity`` FLOP/byte shows the machine can do at least that many FLOP/s and move at least ``achieved /
+    intensity`` bytes/s: a measured roof below either was measured at a busier moment and is raised to it
+    (:func:`autograder.reference.best_seen`), and a line says so. A spec sheet's peak (``peak_measured=False``) stays."""
     from ...reference import best_seen
     for _name, intensity, achieved in points:
-        note = None
-        if intensity * gbs / 1e3 < peak_tflops and achieved > intensity * gbs / 1e3:
-            gbs, note = best_seen(gbs, achieved * 1e3 / intensity, unit="GB/s")
-        elif peak_measured and intensity * gbs / 1e3 >= peak_tflops:
-            peak_tflops, note = best_seen(peak_tflops, achieved)
-        if note is not None:
-            print(note.text())
+        gbs, moved = best_seen(gbs, achieved * 1e3 / intensity, unit="GB/s")
+        peak_tflops, ran = best_seen(peak_tflops, achieved) if peak_measured else (peak_tflops, None)
+        for note in (moved, ran):
+            if note is not None:
+                print(note.text())
     return peak_tflops, gbs
 
 
@@ -269,11 +267,12 @@ def roof_rows(points: list[tuple], peak_tflops: float, gbs: float) -> list[dict]
     rows = []
     for name, intensity, achieved in points:
         share = achieved / min(peak_tflops, intensity * gbs / 1e3)
+        shown = f"{min(share, 1):.0%}" if share <= 1 + 1e-9 else t(  # 1 + 1e-9: a roof raised to the point, rounded
+            "지붕 위(불가능): 이 점을 비교한 지붕보다 빠르게 잰 것입니다. 타이밍과 지붕을 확인하세요",
+            "above the roof (impossible): the point measured faster than the roof it is compared with; "
+            "check the timing and the roof")
         rows.append({t("커널", "kernel"): name, "FLOP/byte": round(intensity, 3), "TFLOP/s": achieved,
-                     t("지붕 대비", "of the roof"): f"{share:.0%}" if share <= 1 else t(
-                         "지붕 위(불가능): 이 점을 비교한 지붕보다 빠르게 잰 것입니다. 타이밍과 지붕을 확인하세요",
-                         "above the roof (impossible): the point measured faster than the roof it is compared with; "
-                         "check the timing and the roof")})
+                     t("지붕 대비", "of the roof"): shown})
     return rows
 
 
