@@ -5,6 +5,7 @@ import html
 import os
 import shlex
 import subprocess
+import time
 from typing import Iterable, Sequence
 
 from . import plotting
@@ -171,13 +172,11 @@ def measure(fn, points: Sequence, better=max, budget_s: float = REMEASURE_S, des
     """``fn(point)`` at every point, measured twice in turns, and again (a whole pass at a time) while a point's two
     best values differ by more than :data:`SPREAD_LIMIT` and ``budget_s`` allows. ``better``: ``max`` for rates,
     ``min`` for times. The one rule by which a lesson's figure of measurements is known to be steady or busy."""
-    import time
-
     from .progress import progress
     runs = [[fn(p)] for p in progress(points, desc=desc)]
     deadline = time.perf_counter() + budget_s
     series = _best_of(runs, better)
-    while len(runs[0]) < MAX_PASSES and (len(runs[0]) < 2 or (series.spread > SPREAD_LIMIT
+    while runs and len(runs[0]) < MAX_PASSES and (len(runs[0]) < 2 or (series.spread > SPREAD_LIMIT
                                                                and time.perf_counter() < deadline)):
         for run, p in zip(runs, points):
             run.append(fn(p))
@@ -203,7 +202,7 @@ def title(rising: str, other: str, *series: Sequence) -> str:
     (the same text twice: a title that states no trend); a series that stayed noisy (a :class:`Measured` with a
     spread above :data:`SPREAD_LIMIT`) adds the busy label."""
     labels = {s.busy.text() for s in series if isinstance(s, Measured) and s.busy is not None}
-    return "\n".join([rising if rising == other or rises(*series) else other, *sorted(labels)])
+    return "\n".join([rising if rising == other or (series and rises(*series)) else other, *sorted(labels)])
 
 
 def _cell(value) -> str:

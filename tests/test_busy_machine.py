@@ -81,6 +81,7 @@ def test_a_title_never_states_a_trend_its_points_contradict(english):
     fn, _ = scripted({64: [5.0], 128: [9.0], 256: [20.0]})
     assert lesson.title("bigger fills the device better", "no trend", lesson.measure(fn, [64, 128, 256])) == \
         "bigger fills the device better"
+    assert lesson.title("bigger fills the device better", "no trend") == "no trend"   # no points: no trend
 
 
 def test_the_mfu_and_roof_figures_say_what_their_points_show(english, monkeypatch):
