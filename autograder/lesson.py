@@ -168,26 +168,30 @@ class Measured(list):
         return msg("measure.busy", spread=f"{100 * self.spread:.0f}") if self.spread > SPREAD_LIMIT else None
 
 
-def measure(fn, points: Sequence, better=max, budget_s: float = REMEASURE_S, desc: str | None = None) -> Measured:
+def measure(fn, points: Sequence, better=max, budget_s: float = REMEASURE_S, desc: str | None = None,
+            key: str | None = None) -> Measured:
     """``fn(point)`` at every point, measured twice in turns, and again (a whole pass at a time) while a point's two
     best values differ by more than :data:`SPREAD_LIMIT` and ``budget_s`` allows. ``better``: ``max`` for rates,
-    ``min`` for times. The one rule by which a lesson's figure of measurements is known to be steady or busy."""
+    ``min`` for times; ``key``: where ``fn`` returns a dict, the figure compared (the best dict is kept). The one rule
+    by which a lesson's figure or table of measurements is known to be steady or busy."""
     from .progress import progress
     runs = [[fn(p)] for p in progress(points, desc=desc)]
     deadline = time.perf_counter() + budget_s
-    series = _best_of(runs, better)
+    series = _best_of(runs, better, key)
     while runs and len(runs[0]) < MAX_PASSES and (len(runs[0]) < 2 or (series.spread > SPREAD_LIMIT
                                                                and time.perf_counter() < deadline)):
         for run, p in zip(runs, points):
             run.append(fn(p))
-        series = _best_of(runs, better)
+        series = _best_of(runs, better, key)
     return series
 
 
-def _best_of(runs: list[list[float]], better) -> Measured:
-    series = Measured(better(run) for run in runs)
+def _best_of(runs: list[list], better, key: str | None = None) -> Measured:
+    figure = (lambda v: v[key]) if key else (lambda v: v)
+    series = Measured(better(run, key=figure) for run in runs)
     series.passes = len(runs[0]) if runs else 0
-    series.spread = max((_gap(sorted(run, reverse=better is max)[:2]) for run in runs if len(run) > 1), default=0.0)
+    series.spread = max((_gap(sorted(map(figure, run), reverse=better is max)[:2]) for run in runs if len(run) > 1),
+                        default=0.0)
     return series
 
 
@@ -201,8 +205,12 @@ def title(rising: str, other: str, *series: Sequence) -> str:
     """A figure's title from its points: ``rising`` only where every series rises (:func:`rises`), else ``other``
     (the same text twice: a title that states no trend); a series that stayed noisy (a :class:`Measured` with a
     spread above :data:`SPREAD_LIMIT`) adds the busy label."""
-    labels = {s.busy.text() for s in series if isinstance(s, Measured) and s.busy is not None}
-    return "\n".join([rising if rising == other or (series and rises(*series)) else other, *sorted(labels)])
+    return "\n".join([rising if rising == other or (series and rises(*series)) else other, *busy_labels(*series)])
+
+
+def busy_labels(*series) -> list[str]:
+    """The busy labels of the series that stayed noisy (:class:`Measured`), in the current language."""
+    return sorted({s.busy.text() for s in series if isinstance(s, Measured) and s.busy is not None})
 
 
 def _cell(value) -> str:
@@ -224,10 +232,12 @@ def table_html(rows: Sequence[dict], columns: Iterable[str] | None = None,
 
 
 def show_table(rows: Sequence[dict], columns: Iterable[str] | None = None,
-               headers: dict[str, str | Message] | None = None) -> None:
-    """Display ``rows`` as a table in the notebook."""
+               headers: dict[str, str | Message] | None = None, measured: Sequence = ()) -> None:
+    """Display ``rows`` as a table in the notebook; ``measured``: the :class:`Measured` series the rows show, whose
+    busy label (if it stayed noisy) is printed under the table."""
     from IPython.display import HTML, display
-    display(HTML(table_html(rows, columns, headers)))
+    caption = "".join(f"<p>{html.escape(label)}</p>" for label in busy_labels(measured))
+    display(HTML(table_html(rows, columns, headers) + caption))
 
 
 def quiz(question: Message, options: Sequence[Message], answer: int, explain: Message) -> None:

@@ -73,6 +73,18 @@ def test_times_keep_the_fastest():
     assert lesson.measure(fn, [1, 2], better=min)[:2] == [1.0, 2.0]
 
 
+def test_a_table_of_runs_keeps_the_fastest_run_and_says_when_it_stayed_noisy(english, monkeypatch):
+    fn, _ = scripted({"copy": [{"gbs": 10.0, "n": 1}, {"gbs": 12.0, "n": 2}, {"gbs": 11.5, "n": 3}],
+                      "triad": [{"gbs": 30.0, "n": 1}, {"gbs": 3.0, "n": 2}]})
+    found = lesson.measure(fn, ["copy", "triad"], key="gbs")
+    assert [r["n"] for r in found] == [2, 1] and found.busy is not None   # triad's 30 was never seen again
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda html: shown.append(html.data))
+    lesson.show_table([{"kernel": "copy"}], measured=found)
+    lesson.show_table([{"kernel": "copy"}], measured=lesson.measure(fn, ["copy"], key="gbs"))
+    assert shown[0].endswith("<p>this machine is busy: spread 90 %</p>") and shown[1].endswith("</table>")
+
+
 def test_a_title_never_states_a_trend_its_points_contradict(english):
     """Lesson 01's busy-machine points: n = 64 at 30 GFLOP/s, n = 128 at 0.06, measured steadily (no busy label)."""
     fn, _ = scripted({64: [30.0], 128: [0.06], 256: [20.0], 512: [25.0], 1024: [40.0]})
