@@ -308,8 +308,8 @@ def step_times(widths, runs: dict, budget_s: float = 0.3) -> dict:
     def ms(options, width):
         step = make_step(options["device"], width, transfer=options.get("transfer", False))
         return time_fn(step, device=options["device"], budget_s=budget_s).median_s * 1e3
-    return {name: measure(lambda w, o=options: ms(o, w), widths, better=min, desc=f"{_t('학습 스텝', 'training step')}: {name}")
-            for name, options in runs.items()}
+    return {name: measure(lambda w, o=options: ms(o, w), widths, better=min,
+                          desc=f"{_t('학습 스텝', 'training step')}: {name}") for name, options in runs.items()}
 
 
 def plot_steps(widths, step_ms: dict):
