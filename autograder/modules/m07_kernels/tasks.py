@@ -418,7 +418,8 @@ def _stride_answer(kernel, case) -> dict:
     n = case["n"]
     record, (out, *_rest) = device.execute(_kernel(kernel), case["blocks"], case["threads"], _blank(n),
                                            ints(case, "x", n), ints(case, "y", n), n, names=("out", "x", "y", "n"))
-    return report(record, {"out": out}, {"x": n, "y": n})
+    again = np.flatnonzero(record.written["out"].ravel() > 1) if "out" in record.written else np.array([], int)
+    return {**report(record, {"out": out}, {"x": n, "y": n}), "first_again": _first(again, (n,))[1]}
 
 
 def _stride_score(case, answer, want) -> list[Part]:
@@ -436,9 +437,11 @@ def _stride_score(case, answer, want) -> list[Part]:
                               grid=blocks * threads), mistake="no_loop", label=label)
     elif never:
         once = Part(False, _m("unwritten", case=text, count=_many(never, "개", "element", "elements")), label=label)
-    elif most > 1:
+    elif most > 1 and _block_stride(answer, blocks, threads, most):
         once = Part(False, _m("mistake.stride_block_only", case=text, most=most, grid=blocks * threads),
                     mistake="stride_block_only", label=label)
+    elif most > 1:
+        once = Part(False, _m("written_again", case=text, most=most), label=label)
     else:
         once = Part(True, _m("each_once"), label=label)
     reads = sum((answer.get("reads") or {}).values())
@@ -458,6 +461,12 @@ def _stride_score(case, answer, want) -> list[Part]:
     work = _work_part(text, answer, reads=2 * share, writes=share)
     return _gate([once, traffic_ok, coalesced, _values_part(text, answer, want, label=_label(text, "값", "values")),
                   work], [work])
+
+
+def _block_stride(answer: dict, blocks: int, threads: int, most: int) -> bool:
+    """Whether the elements written more than once are as a loop stepping by one block leaves them: the first is
+    element ``threads`` (block 0's second step meets block 1's first), and none more often than there are blocks."""
+    return answer.get("first_again") == threads and most <= blocks
 
 
 def _one_pass(answer: dict, grid: int) -> bool:

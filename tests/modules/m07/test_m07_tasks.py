@@ -316,10 +316,19 @@ def _axpy_stops_short(out, x, y, n):
         out[i] = 2 * x[i] + y[i]
 
 
+@cuda.jit
+def _axpy_twice(out, x, y, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        out[i] = 2 * x[i] + y[i]
+        out[i] = 2 * x[i] + y[i]     # the right stride, each element written twice by its own thread
+
+
 def test_an_access_or_a_gap_no_guard_or_missing_loop_explains_names_none():
-    """x[i + 1] past the end is no missing or off-by-one guard; a grid-stride loop that stops one short is a loop."""
+    """x[i + 1] past the end is no missing or off-by-one guard; a grid-stride loop that stops one short is a loop;
+    a thread writing its element twice did not step by one block."""
     assert _named("guard", (_affine_reads_next, ref.blocks_for)) == {None}
     assert _named("stride", _axpy_stops_short) == {None}
+    assert _named("stride", _axpy_twice) == {None}
 
 
 def test_a_naive_matmul_is_not_told_to_transpose_tiles_it_does_not_load():
