@@ -316,7 +316,7 @@ def _copy_one_cold_sample(dev):
 MISTAKES_COPY = {
     "no_synchronize": lambda dev: copy_bandwidth_gbs(dev, sync=False),
     "no_warm_up": _copy_one_cold_sample,
-    "fits_in_cache": lambda dev: copy_bandwidth_gbs(dev, nbytes=64 * 2**20),
+    "fits_in_cache": lambda dev: copy_bandwidth_gbs(dev, nbytes=dev.cache_bytes // 2),  # the pair fills the cache
     "launch_bound": lambda dev: copy_bandwidth_gbs(dev, nbytes=2**20),
     "buffer_under_4x": lambda dev: copy_bandwidth_gbs(dev, nbytes=dev.cache_bytes),
     "short_sample": lambda dev: copy_bandwidth_gbs(dev, sample_s=0),

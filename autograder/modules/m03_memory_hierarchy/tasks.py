@@ -234,18 +234,19 @@ def _debug_answer(fn, case) -> dict:
 
 
 def _debug_mistake(ratio: float, report: dict, device: dict) -> str | None:
-    """The bug a wrong measurement on the simulated GPU shows: first what it did there (a clock read while copies ran,
-    buffers that fit in the cache together: the cache was timed, or the launches where a copy runs quicker than it is
-    launched; a first copy timed), then the factor it is off by, then short samples."""
+    """The bug a wrong measurement on the simulated GPU shows: first a figure near half (``reads_only``: the bytes
+    counted once, or only the read timed, whatever else the timer did), then what it did there (a clock read while
+    copies ran, buffers that fit in the cache together: the cache was timed, or the launches where a copy runs quicker
+    than it is launched; a first copy timed), then the factor it is off by, then short samples."""
     pair = 2 * report["largest_copy_bytes"]
+    if 0.43 <= ratio <= 0.53:  # half (and half of GiB/s: 0.47), from a sound sample or a slightly short one
+        return "reads_only"
     if report["clock_reads_while_busy"]:
         return "no_synchronize"
     if pair <= device["cache_mib"] * 2**20:
         return "launch_bound" if pair / (device["cache_gbs"] * 1e9) < device["launch_us"] * 1e-6 else "fits_in_cache"
     if report["timed_mapping"]:
         return "no_warm_up"
-    if 0.43 <= ratio <= 0.53:  # half (and half of GiB/s: 0.47), from a sound sample or a slightly short one
-        return "reads_only"
     if 0.88 <= ratio <= 0.945:  # 1/1.074 = 0.93
         return "gib"
     return "short_sample" if ratio < 1 and report["launch_share"] > 0.01 else None
@@ -272,7 +273,8 @@ def _debug_score(case, answer, want) -> list[Part]:
                          mistake="buffer_under_4x", label=label)]
         return [Part(True, text, label=label)]
     name = _debug_mistake(found / truth, report, device)
-    return [Part(False, text + _m(f"mistake.{name}") if name else text, mistake=name, label=label)]
+    return [Part(False, text + _m(f"mistake.{name}", ratio=f"{found / truth:.3f}") if name else text, mistake=name,
+                 label=label)]
 
 
 # ---------------------------------------------------------------- helpers for the sweep
