@@ -14,12 +14,13 @@ key that a known mistake gives is named (the references answer each known mistak
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import Part, Task, close
+from ...checks.core import CENTRAL, Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure
@@ -387,18 +388,52 @@ def _fastest(sweeps: list, n: int) -> list[float] | None:
     return [max(column) for column in zip(*sweeps)] if sweeps else None
 
 
-def _small_sets(answer, sizes: list[int]) -> Part:
-    """The smallest sets against the reference at the same sizes (each side's fastest round per size): read once per
-    call, they time the call, not the cache."""
+def _per_size(answer, sizes: list[int]) -> list[float] | None:
+    """Per size, the learner's fastest round over the reference's fastest (None without both)."""
     mine = _fastest([r.get("gbs") for r in referee.rounds(answer)], len(sizes))
     theirs = _fastest([ref.get("gbs") for ref in referee.observed(answer).get("reference") or []
                        if isinstance(ref, dict)], len(sizes))
-    ratio = _geomean([a / b for a, b in zip(mine[:SMALL_SETS], theirs[:SMALL_SETS])]) if mine and theirs else 0.0
+    return [a / b for a, b in zip(mine, theirs)] if mine and theirs else None
+
+
+QUARTER = (0.2, 0.3)  # a sweep this share of the reference at its largest sets counted elements, not 4-byte floats
+
+
+def _counted_elements(answer, sizes: list[int]) -> bool:
+    """The larger half of the sets (where one read lasts long and no call overhead shows) near a quarter of the
+    reference: the bytes were counted as float32 elements (4 bytes each)."""
+    ratios = _per_size(answer, sizes)
+    return bool(ratios) and QUARTER[0] <= _geomean(ratios[len(ratios) // 2:]) <= QUARTER[1]
+
+
+def _small_sets(answer, sizes: list[int], elements: bool = False) -> Part:
+    """The smallest sets against the reference at the same sizes (each side's fastest round per size): read once per
+    call, they time the call, not the cache. ``elements``: the whole sweep is a quarter (elements counted, not
+    bytes), which explains the small sets too: no call overhead is named."""
+    ratios = _per_size(answer, sizes)
+    ratio = _geomean(ratios[:SMALL_SETS]) if ratios else 0.0
     label = _m("label.small_sets", ratio=SMALL_RATIO)
     text = _m("sweep_small", sizes=", ".join(map(_size_text, sizes[:SMALL_SETS])), found=ratio, need=SMALL_RATIO)
     if ratio >= SMALL_RATIO:
         return Part(True, text, label=label)
-    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label)
+    if elements:
+        return Part(False, text, label=label)
+    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label, keeps=CENTRAL)
+
+
+def _too_fast(answer, device: str) -> Message:
+    """What a sweep above the band says, from the evidence: the reference's own rounds spread (the machine slowed
+    it: measure again), a unit slip (MB/s), else on a CPU a count of bytes (nothing there runs asynchronously), else the common causes."""
+    ratio = referee.median_ratio(answer, lambda r: _geomean(r["gbs"]), lambda ref: _geomean(ref["gbs"]))
+    if ratio and ratio[0] >= UNIT_SLIP:
+        return _m("mistake.mb_per_s", ratio=ratio[0])
+    spread = referee.spread(answer, lambda ref: _geomean(ref["gbs"]))
+    if spread is not None and spread >= SPREAD:
+        return _m("sweep_reference_spread", spread=spread)
+    return _m("sweep_above_cpu") if device.split(":")[0] == "cpu" else msg("measure.above")
+
+
+SPREAD = 1.5  # reference rounds this far apart (fastest / slowest): the machine slowed the reference
 
 
 def _faster(fast: float, slow: float) -> Part:
@@ -422,15 +457,18 @@ def _sweep_score(case, answer, want) -> list[Part]:
         return [Part(False, _m("sweep_values", found=_show(bad)[:200]))]
     what = _m("sweep_what", device=device, n=len(sizes))
     mine, theirs = (lambda r: _geomean(r["gbs"])), (lambda ref: _geomean(ref["gbs"]))
+    elements = _counted_elements(answer, sizes)
     measured, parts = side_by_side("sweep", answer, what, mine, theirs,
                                    lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2,
-                                   too_slow=_m("sweep_below"))
+                                   too_slow=_m("mistake.elements_counted") if elements else _m("sweep_below"),
+                                   too_fast=_too_fast(answer, device))
     if not measured:
         return parts
     ratio = referee.median_ratio(answer, mine, theirs)
-    if ratio and ratio[0] >= UNIT_SLIP:
-        parts.append(Part(False, _m("mistake.mb_per_s", ratio=ratio[0]), weight=0, mistake="mb_per_s"))
-    parts.append(_small_sets(answer, sizes))
+    slip = "mb_per_s" if ratio and ratio[0] >= UNIT_SLIP else "elements_counted" if elements else None
+    if slip:
+        parts = [replace(p, mistake=slip) if not p.ok else p for p in parts]
+    parts.append(_small_sets(answer, sizes, elements))
     gbs = _fastest(lists, len(sizes))
     fast, slow = analysis.sweep_plateaus(sizes, gbs, llc or LLC_CAP)
     if fast is None or slow is None:
@@ -502,7 +540,7 @@ TASKS = {
     "sweep": Task(rule=_m("rule.sweep"), central=("call_overhead",),
                   title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
                   measurement=True, reference=_sweep_reference, rounds=3, kind="recall", level="core",
-                  mistakes=("reference_called", "call_overhead", "mb_per_s")),
+                  mistakes=("reference_called", "call_overhead", "mb_per_s", "elements_counted")),
     "serve": Task(rule=_m("rule.serve"), central=("weights_only_step", "batch_not_capped"),
                   title=_m("title.serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
                   kind="transfer", level="stretch",
