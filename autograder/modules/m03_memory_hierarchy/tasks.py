@@ -13,6 +13,7 @@ key that a known mistake gives is named (the references answer each known mistak
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 from functools import lru_cache
@@ -372,9 +373,24 @@ def _sweep_answer(fn, case) -> dict:
     return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values, "reference_calls": called}
 
 
+RETAKES = 2  # a reference sweep slower than the last one by SPREAD is taken again at most this many times
+_LAST_REFERENCE: dict = {}  # case (JSON) -> geometric mean of the last reference sweep taken in this process
+
+
 def _sweep_reference(case, answer) -> dict:
+    """The course's sweep at the case's sizes. Where it fell by ``SPREAD`` or more since the last one taken for the
+    case, the machine slowed it (the reference measures the same thing every time): it is taken again, at most
+    ``RETAKES`` times, keeping each size's fastest (load only ever slows a measurement down)."""
     device, _, sizes = _sweep_plan(case)
-    return {"gbs": measure.reference_sweep(sizes, device, SWEEP_BUDGET_S)}
+    key = json.dumps(case, sort_keys=True)
+    best = measure.reference_sweep(sizes, device, SWEEP_BUDGET_S)
+    for _ in range(RETAKES):
+        last = _LAST_REFERENCE.get(key)
+        if last is None or _geomean(best) * SPREAD > last:
+            break
+        best = [max(a, b) for a, b in zip(best, measure.reference_sweep(sizes, device, SWEEP_BUDGET_S))]
+    _LAST_REFERENCE[key] = _geomean(best)
+    return {"gbs": best}
 
 
 def _geomean(values) -> float:
@@ -396,7 +412,7 @@ def _per_size(answer, sizes: list[int]) -> list[float] | None:
     return [a / b for a, b in zip(mine, theirs)] if mine and theirs else None
 
 
-QUARTER = (0.2, 0.3)  # a sweep this share of the reference at its largest sets counted elements, not 4-byte floats
+QUARTER = (0.22, 0.29)  # a sweep this share of the reference at its largest sets counted elements, not 4-byte floats
 
 
 def _counted_elements(answer, sizes: list[int]) -> bool:
