@@ -298,6 +298,7 @@ def _sheet_score(case: dict, answer: dict, expected: dict) -> list[Part]:
                                              [t for t in traps if t not in want_traps])
     if trap_mistake:
         text = msg(f"m02.mistake.{trap_mistake}", **facts, detail=detail + msg("m02.sheet_traps_found", found=shown))
+        trap_mistake = None if ok else trap_mistake  # a trap left off a list whose value is right: not its mistake
     else:
         text = msg("m02.traps_wrong", product=product, expected=", ".join(f'"{t}"' for t in want_traps),
                    found=shown)
