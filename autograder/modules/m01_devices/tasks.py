@@ -612,7 +612,8 @@ def _speedup_score(case, answer, want) -> list[Part]:
     for key, name in (("cpu_s", "CPU"), ("accel_s", best)):
         measured, compared = side_by_side("step", answer, _say("speedup_step", device=name), lambda r: r[key],
                                           lambda ref: ref[key], lambda r: r["cpu_s"] + r["accel_s"], "s",
-                                          weight=1, faster_above=False)
+                                          weight=1, faster_above=False,
+                                          too_fast=_say("speedup_fast_cpu") if key == "cpu_s" or best == "cpu" else None)
         if not measured:
             return [Part(False, compared[0].message, weight=4)]
         if inflated.get(key, 0.0) >= STEPS_TOTAL_RATIO:  # several steps reported as one: the band cannot tell 3x
