@@ -775,6 +775,7 @@ TASKS = {
                              "no_activations", "need_in_gib", "gb_vs_gib", "first_fit", "largest_fit")),
     "timer": Task(rule=_say("rule.timer"), central=("no_wait", "string_device"),
                   title=_say("title_timer"), answer=_timer_answer, score=_timer_score, visible=_timer_visible,
+                  given=lambda a: {k: v for k, v in a.items() if k not in ("observed", "asked_string")},
                   simulated=_timer_device, kind="recall", level="core",
                   mistakes=("no_wait", "string_device", "stored_sync", "earlier_work", "no_warmup", "mean",
                             "total", "ignores_clock")),
