@@ -386,8 +386,8 @@ def _timer_with(*bugs) -> Callable:
 
     def wrong(fn, device, repeats=5, warmup=1, clock=time.perf_counter):
         class Waits:  # a string device waits through torch, as the right timer does
-            synchronize = staticmethod(synchronizer(device))
-        return suspect(fn, Waits if not hasattr(device, "synchronize") else device, repeats, warmup, clock)
+            synchronize = staticmethod(synchronizer(str(device) if isinstance(device, str) else device))
+        return suspect(fn, Waits if not hasattr(type(device), "synchronize") else device, repeats, warmup, clock)
     return wrong
 
 

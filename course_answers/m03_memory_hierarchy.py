@@ -316,7 +316,7 @@ def _copy_one_cold_sample(dev):
 MISTAKES_COPY = {
     "no_synchronize": lambda dev: copy_bandwidth_gbs(dev, sync=False),
     "no_warm_up": _copy_one_cold_sample,
-    "fits_in_cache": lambda dev: copy_bandwidth_gbs(dev, nbytes=64 * 2**20),
+    "fits_in_cache": lambda dev: copy_bandwidth_gbs(dev, nbytes=dev.cache_bytes // 2),  # the pair fills the cache
     "launch_bound": lambda dev: copy_bandwidth_gbs(dev, nbytes=2**20),
     "buffer_under_4x": lambda dev: copy_bandwidth_gbs(dev, nbytes=dev.cache_bytes),
     "short_sample": lambda dev: copy_bandwidth_gbs(dev, sample_s=0),
@@ -422,7 +422,8 @@ class _RecordedHere(dict):
         if name == "reference_called":  # the course's read_bandwidth_gbs run once per size by the learner's function
             return _recorded_sweep(_stepped, reference_calls=len(tasks._sweep_plan(tasks._sweep_visible()[0])[2]))
         speeds = {"call_overhead": lambda size, edge: 60.0 * min(1.0, size / (edge / 8)),  # small sets: call overhead
-                  "mb_per_s": lambda size, edge: 1000.0 * _stepped(size, edge)}
+                  "mb_per_s": lambda size, edge: 1000.0 * _stepped(size, edge),
+                  "elements_counted": lambda size, edge: _stepped(size, edge) / 4}  # float32 elements, not bytes
         return _recorded_sweep(speeds[name])
 
 
@@ -441,7 +442,7 @@ MISTAKES = {
                "k_without_v": _decode_k_only, "kv_of_one_sequence": _decode_one_sequence,
                "one_token_per_step": _decode_one_token_per_step},
     "debug": MISTAKES_COPY,
-    "sweep": _RecordedHere.fromkeys(("reference_called", "call_overhead", "mb_per_s")),
+    "sweep": _RecordedHere.fromkeys(("reference_called", "call_overhead", "mb_per_s", "elements_counted")),
     "serve": {"gb_not_gib": _serve_gb, "above_compute_roof": _serve_with(compute=False),
               "weights_only_step": _serve_with(kv_read=False), "round_not_floor": _serve_with(fit=round),
               "negative_max_batch": _serve_with(floor_at=-math.inf), "batch_not_capped": _serve_uncapped},

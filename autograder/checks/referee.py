@@ -251,6 +251,13 @@ def median_ratio(answer: Any, mine, theirs) -> tuple[float, float, float] | None
     return rows[(len(rows) - 1) // 2] if rows else None
 
 
+def spread(answer: Any, theirs) -> float | None:
+    """How far apart the reference's own rounds are: its fastest figure over its slowest (``theirs(reference)``), or
+    None with fewer than two. The reference measures the same thing every round, so a spread is the machine's load."""
+    refs = [b for b in (_positive(theirs, r) for r in observed(answer).get("reference") or []) if b is not None]
+    return max(refs) / min(refs) if len(refs) >= 2 else None
+
+
 def which_round(count: int) -> Message:
     """Which of ``count`` rounds :func:`median_ratio` picked, in words."""
     if count == 1:

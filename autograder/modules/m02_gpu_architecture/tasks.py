@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from ...checks import referee
-from ...checks.core import Part, Task, close
+from ...checks.core import CENTRAL, Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 
@@ -298,6 +298,7 @@ def _sheet_score(case: dict, answer: dict, expected: dict) -> list[Part]:
                                              [t for t in traps if t not in want_traps])
     if trap_mistake:
         text = msg(f"m02.mistake.{trap_mistake}", **facts, detail=detail + msg("m02.sheet_traps_found", found=shown))
+        trap_mistake = None if ok else trap_mistake  # a trap left off a list whose value is right: not its mistake
     else:
         text = msg("m02.traps_wrong", product=product, expected=", ".join(f'"{t}"' for t in want_traps),
                    found=shown)
@@ -376,8 +377,6 @@ def _limits_score(case: dict, answer: dict, expected: dict) -> list[Part]:
 
 
 # ---------------------------------------------------------------- 5. round
-ROUND_MISTAKES = {"ordinary": "not_nearest", "ties": "ties_away", "saturation": "no_saturation",
-                  "subnormal": "subnormal_spacing", "signs": "signed_zero"}
 ROUND_GROUPS = {   # format -> group -> float32 inputs (exact halfway points in "ties")
     "bf16": {"ordinary": [1.0, 0.3, -2.75, 3.14159265, 1e-3, 500.0, 1e30],
              "ties": [1.00390625, 1.01171875, -3.0078125],
@@ -431,10 +430,50 @@ def _round_score(case: dict, answer: list, expected: list) -> Part:
         return Part(False, msg("m02.wrong_length", expected=len(expected), found=_len(answer)), label=label)
     answer = [dec(a) for a in answer]
     wrong = [(repr(dec(x)), e, a) for x, e, a in zip(case["values"], expected, answer) if not _same(a, e)]
-    mistake = ROUND_MISTAKES.get(group) if wrong else None
     values = dict(fmt=name, n=len(wrong), total=len(expected), examples=_examples(wrong))
-    text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.round_wrong", **values)
+    text = msg("m02.round_wrong", **values)
+    shown = {}  # mistake -> the inputs that show it
+    for x, e, a in zip(case["values"], expected, answer):
+        mistake = None if _same(a, e) else _round_mistake(case["format"], f32(dec(x)), e, a)
+        if mistake:
+            shown.setdefault(mistake, []).append(repr(dec(x)))
+    mistake = next(iter(shown), None)
+    if mistake:
+        step = math.ldexp(1.0, 1 - case["format"]["bias"] - case["format"]["man_bits"])
+        text = text + msg(f"m02.mistake.{mistake}", fmt=name, shown=", ".join(shown[mistake][:4]), step=_g(step),
+                          normal=_g(math.ldexp(1.0, 1 - case["format"]["bias"])))
     return Part(not wrong, text, mistake=mistake, label=label)
+
+
+def _round_mistake(fmt: dict, x: float, want: float, found) -> str | None:
+    """The rounding rule that ``found`` (not ``want``) for the input ``x`` shows broken, from the three numbers alone:
+
+    - ``no_saturation``: a finite answer expected, an infinite one given;
+    - ``signed_zero``: the right magnitude with the wrong sign;
+    - ``subnormal_spacing``: ``x`` below the smallest normal, and the answer flushed to zero where the nearest
+      subnormal is not (``|x|`` at least one subnormal step) or off the subnormal grid (0.25 in e2m1, spaced 0.5);
+    - ``ties_away``: ``x`` halfway between the answer and the expected value, the answer farther from zero;
+    - ``not_nearest``: the answer and the expected value on either side of ``x``, the answer farther from it and not
+      zero (a zero below one subnormal step is what flushing gives too).
+    """
+    if not isinstance(found, (int, float)) or isinstance(found, bool) or math.isnan(x) or math.isnan(want):
+        return None
+    if math.isinf(found):
+        return "no_saturation" if math.isfinite(want) else None
+    if math.isinf(x):
+        return None
+    if abs(found) == abs(want):
+        return "signed_zero" if math.copysign(1.0, found) != math.copysign(1.0, want) else None
+    normal, step = math.ldexp(1.0, 1 - fmt["bias"]), math.ldexp(1.0, 1 - fmt["bias"] - fmt["man_bits"])
+    if abs(x) < normal and abs(found) < normal:
+        flushed = found == 0 and abs(x) >= step
+        if flushed or (found / step) != round(found / step):
+            return "subnormal_spacing"
+    if abs(found - x) == abs(want - x):
+        return "ties_away" if abs(found) > abs(want) else None
+    if (found - x) * (want - x) < 0 and abs(found - x) > abs(want - x) and found != 0:
+        return "not_nearest"
+    return None
 
 
 # ---------------------------------------------------------------- 6. measured throughput
@@ -525,14 +564,18 @@ def _consistency(rounds: list) -> Part:
             mistake = "flops_n3" if _near(r["tflops"] / implied, 0.5, rel=0.02) else None
             values = dict(n=int(r["n"]), seconds=_g(r["seconds"]), implied=_g(implied), found=_g(r["tflops"]))
             return Part(False, msg(f"m02.mistake.{mistake}" if mistake else "m02.measure_inconsistent", **values),
-                        mistake=mistake, label=label)
+                        mistake=mistake, label=label, keeps=CENTRAL if mistake else 1.0)
     return Part(True, msg("m02.measure_consistent"), label=label)
 
 
-def _first_size(rounds: list) -> Part:
-    """n is the first of 256, 512, ..., 8192 whose multiplication takes at least 0.05 s."""
+def _first_size(rounds: list, timed: bool = True) -> Part:
+    """n is the first of 256, 512, ..., 8192 whose multiplication takes at least 0.05 s. Where the times are not
+    the work's (``timed`` False: faster than the reference allows), which size came first cannot be told: the part
+    fails, naming no mistake."""
     label = msg("m02.label_first_size")
     sizes = [FIRST_N * 2**k for k in range(int(math.log2(LAST_N // FIRST_N)) + 1)]
+    if not timed:
+        return Part(False, msg("m02.measure_first_size_untimed", budget=BUDGET_S), label=label)
     for r in rounds:
         values = dict(n=int(r["n"]), seconds=_g(r["seconds"]), half=_g(r["seconds"] / 8), budget=BUDGET_S)
         if r["n"] not in sizes or (r["seconds"] < BUDGET_S and r["n"] < LAST_N):
@@ -578,21 +621,27 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
     found = referee.median_ratio(answer, lambda r: r["tflops"], lambda ref: ref["tflops"])
     too_fast = bool(found) and found[0] > rules()["side_by_side"]["matmul"]["hi"]
     measured, compared = side_by_side("matmul", answer, what, lambda r: r["tflops"], lambda ref: ref["tflops"],
-                                      _claimed_seconds, "TFLOP/s", too_fast=msg("m02.mistake.too_fast"))
+                                      _claimed_seconds, "TFLOP/s", too_fast=_too_fast(case))
     if not measured:
         if referee.unmeasured(answer, _claimed_seconds) in ("no rounds", "not observed"):
             return compared
         return [_unmeasured(answer)]
     if too_fast:
-        compared = [replace(p, mistake="too_fast") if not p.ok else p for p in compared]
-    parts = [consistent, _first_size(rounds), _timed_with_time_fn(rounds)]
+        compared = [replace(p, mistake="too_fast", keeps=CENTRAL) if not p.ok else p for p in compared]
+    parts = [consistent, _first_size(rounds, timed=not too_fast), _timed_with_time_fn(rounds)]
     peak = _spec_peak(case)
     if peak:
         top = max(r["tflops"] for r in rounds)
         above = top > 1.05 * peak
         parts.append(Part(not above, msg("m02.measure_above_peak", found=_g(top), peak=_g(peak)),
-                          mistake="too_fast" if above else None, label=msg("m02.label_below_peak")))
+                          mistake="too_fast" if above else None, label=msg("m02.label_below_peak"),
+                          keeps=CENTRAL if above else 1.0))
     return parts + compared
+
+
+def _too_fast(case: dict) -> Message:
+    """The causes of a throughput above the band: on a CPU, where nothing runs asynchronously, not a synchronize."""
+    return msg("m02.mistake.too_fast_cpu" if case["device"].split(":")[0] == "cpu" else "m02.mistake.too_fast")
 
 
 def _spec_peak(case: dict) -> float | None:
@@ -729,6 +778,15 @@ def _fit_answer(fn, case):
     return {**out, **why}
 
 
+def _unfit(case: dict, e: int, m: int, status: str) -> str:
+    """Why the format E=e, M=m fails the values, as ``status`` says: ``subnormal_precision`` only where the smallest
+    values are subnormals of it; smaller ones round to zero, which is a lack of range (the exponent bits)."""
+    smallest = min((abs(v) for v in case["values"] if v), default=0.0)
+    if status == "subnormal" and smallest < math.ldexp(1.0, 1 - (2 ** (e - 1) - 1) - m):
+        return "range"
+    return FIT_MISTAKES[status]
+
+
 def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
     where = f"{len(case['values'])} values, rel_tol={case['rel_tol']:g}, special={case['special']}"
     labels = [msg(f"m02.label_{k}", where=where) for k in ("fits", "narrowest", "split")]
@@ -755,7 +813,7 @@ def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
     elif (e, m) == (other["exp_bits"], other["man_bits"]):
         mistake = "special_ignored"
     else:
-        mistake = FIT_MISTAKES[status] if not fits else "not_narrowest" if e + m > want_e + want_m else "fit_split"
+        mistake = _unfit(case, e, m, status) if not fits else "not_narrowest" if e + m > want_e + want_m else "fit_split"
     text = msg(f"m02.mistake.{mistake}", **values) if mistake else msg("m02.fit_ok", **values)
     return [Part(fits, text, mistake=None if fits else mistake, label=labels[0]),
             Part(fits and narrowest, text, mistake=mistake if fits and not narrowest else None, label=labels[1]),
@@ -763,33 +821,41 @@ def _fit_score(case: dict, answer: dict, expected: dict) -> list[Part]:
 
 
 TASKS = {
-    "gpu_numbers": Task(title=msg("m02.title_spec"), answer=lambda fn, case: _dict_answer(fn(dict(case)), SPEC_KEYS),
+    "gpu_numbers": Task(rule=msg("m02.rule.gpu_numbers"), central=("printed_peak", "tensor_clock"),
+                        title=msg("m02.title_spec"), answer=lambda fn, case: _dict_answer(fn(dict(case)), SPEC_KEYS),
                         score=_spec_score, visible=_spec_visible, kind="recall", level="warm-up",
                         mistakes=("no_fma", "printed_peak", "tensor_clock", "tensor_core_count", "units")),
-    "spec_sheet": Task(title=msg("m02.title_sheet"), answer=_sheet_answer, score=_sheet_score,
+    "spec_sheet": Task(rule=msg("m02.rule.spec_sheet"), central=("sparse_as_dense",),
+                       title=msg("m02.title_sheet"), answer=_sheet_answer, score=_sheet_score,
                        visible=_sheet_visible, kind="transfer", level="core",
                        mistakes=("sparse_as_dense", "fp16_accumulate", "halved_datacenter", "none_as_fp16",
                                  "per_system", "clock", "pflops")),
-    "decode": Task(title=msg("m02.title_decode"), answer=_decode_answer, score=_decode_score,
+    "decode": Task(rule=msg("m02.rule.decode"), central=("fields", "subnormals"),
+                   title=msg("m02.title_decode"), answer=_decode_answer, score=_decode_score,
                    visible=_decode_visible, kind="recall", level="core",
                    mistakes=("fields", "subnormals", "negative_zero", "ieee_specials", "special_rule")),
-    "limits": Task(title=msg("m02.title_limits"), answer=_limits_answer, score=_limits_score,
+    "limits": Task(rule=msg("m02.rule.limits"), central=("max_pattern", "min_exponent"),
+                   title=msg("m02.title_limits"), answer=_limits_answer, score=_limits_score,
                    visible=_limits_visible, kind="transfer", level="core",
                    mistakes=("max_pattern", "min_exponent", "subnormal_min", "eps_vs_roundoff")),
-    "round": Task(title=msg("m02.title_round"), answer=_round_answer, score=_round_score,
+    "round": Task(rule=msg("m02.rule.round"), central=("not_nearest", "subnormal_spacing"),
+                  title=msg("m02.title_round"), answer=_round_answer, score=_round_score,
                   visible=_round_visible, given=lambda a: a["values"] if isinstance(a, dict) else a,
                   kind="transfer", level="core",
                   mistakes=("not_nearest", "ties_away", "no_saturation", "subnormal_spacing", "signed_zero")),
-    "measure": Task(title=msg("m02.title_measure"), answer=_measure_answer, score=_measure_score,
+    "measure": Task(rule=msg("m02.rule.measure"), central=("too_fast", "flops_n3"),
+                    title=msg("m02.title_measure"), answer=_measure_answer, score=_measure_score,
                     visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=3,
                     kind="recall", level="core",
                     mistakes=("flops_n3", "ms_not_s", "not_measured", "too_fast", "not_first_size",
                               "past_first_size", "reference_called", "no_time_fn")),
-    "nm_mask": Task(title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
+    "nm_mask": Task(rule=msg("m02.rule.nm_mask"), central=("magnitude", "group_size"),
+                    title=msg("m02.title_mask"), answer=_mask_answer, score=_mask_score,
                     visible=_mask_visible, given=lambda a: a["no error"] if isinstance(a, dict) else a,
                     kind="recall", level="core",
                     mistakes=("magnitude", "tie_rule", "unstable_sort", "group_size", "shape_error")),
-    "smallest_format": Task(title=msg("m02.title_fit"), answer=_fit_answer, score=_fit_score,
+    "smallest_format": Task(rule=msg("m02.rule.smallest_format"), central=("range", "precision", "subnormal_precision"),
+                            title=msg("m02.title_fit"), answer=_fit_answer, score=_fit_score,
                             visible=_fit_visible, kind="transfer", level="stretch",
                             mistakes=("range", "precision", "subnormal_precision", "special_ignored", "not_narrowest",
                                       "fit_split")),

@@ -13,13 +13,15 @@ key that a known mistake gives is named (the references answer each known mistak
 """
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import Part, Task, close
+from ...checks.core import CENTRAL, Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure
@@ -234,18 +236,19 @@ def _debug_answer(fn, case) -> dict:
 
 
 def _debug_mistake(ratio: float, report: dict, device: dict) -> str | None:
-    """The bug a wrong measurement on the simulated GPU shows: first what it did there (a clock read while copies ran,
-    buffers that fit in the cache together: the cache was timed, or the launches where a copy runs quicker than it is
-    launched; a first copy timed), then the factor it is off by, then short samples."""
+    """The bug a wrong measurement on the simulated GPU shows: first a figure near half (``reads_only``: the bytes
+    counted once, or only the read timed, whatever else the timer did), then what it did there (a clock read while
+    copies ran, buffers that fit in the cache together: the cache was timed, or the launches where a copy runs quicker
+    than it is launched; a first copy timed), then the factor it is off by, then short samples."""
     pair = 2 * report["largest_copy_bytes"]
+    if 0.43 <= ratio <= 0.53:  # half (and half of GiB/s: 0.47), from a sound sample or a slightly short one
+        return "reads_only"
     if report["clock_reads_while_busy"]:
         return "no_synchronize"
     if pair <= device["cache_mib"] * 2**20:
         return "launch_bound" if pair / (device["cache_gbs"] * 1e9) < device["launch_us"] * 1e-6 else "fits_in_cache"
     if report["timed_mapping"]:
         return "no_warm_up"
-    if 0.43 <= ratio <= 0.53:  # half (and half of GiB/s: 0.47), from a sound sample or a slightly short one
-        return "reads_only"
     if 0.88 <= ratio <= 0.945:  # 1/1.074 = 0.93
         return "gib"
     return "short_sample" if ratio < 1 and report["launch_share"] > 0.01 else None
@@ -272,7 +275,8 @@ def _debug_score(case, answer, want) -> list[Part]:
                          mistake="buffer_under_4x", label=label)]
         return [Part(True, text, label=label)]
     name = _debug_mistake(found / truth, report, device)
-    return [Part(False, text + _m(f"mistake.{name}") if name else text, mistake=name, label=label)]
+    return [Part(False, text + _m(f"mistake.{name}", ratio=f"{found / truth:.3f}") if name else text, mistake=name,
+                 label=label)]
 
 
 # ---------------------------------------------------------------- helpers for the sweep
@@ -369,9 +373,24 @@ def _sweep_answer(fn, case) -> dict:
     return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values, "reference_calls": called}
 
 
+RETAKES = 2  # a reference sweep slower than the last one by SPREAD is taken again at most this many times
+_LAST_REFERENCE: dict = {}  # case (JSON) -> geometric mean of the last reference sweep taken in this process
+
+
 def _sweep_reference(case, answer) -> dict:
+    """The course's sweep at the case's sizes. Where it fell by ``SPREAD`` or more since the last one taken for the
+    case, the machine slowed it (the reference measures the same thing every time): it is taken again, at most
+    ``RETAKES`` times, keeping each size's fastest (load only ever slows a measurement down)."""
     device, _, sizes = _sweep_plan(case)
-    return {"gbs": measure.reference_sweep(sizes, device, SWEEP_BUDGET_S)}
+    key = json.dumps(case, sort_keys=True)
+    best = measure.reference_sweep(sizes, device, SWEEP_BUDGET_S)
+    for _ in range(RETAKES):
+        last = _LAST_REFERENCE.get(key)
+        if last is None or _geomean(best) * SPREAD > last:
+            break
+        best = [max(a, b) for a, b in zip(best, measure.reference_sweep(sizes, device, SWEEP_BUDGET_S))]
+    _LAST_REFERENCE[key] = _geomean(best)
+    return {"gbs": best}
 
 
 def _geomean(values) -> float:
@@ -385,18 +404,52 @@ def _fastest(sweeps: list, n: int) -> list[float] | None:
     return [max(column) for column in zip(*sweeps)] if sweeps else None
 
 
-def _small_sets(answer, sizes: list[int]) -> Part:
-    """The smallest sets against the reference at the same sizes (each side's fastest round per size): read once per
-    call, they time the call, not the cache."""
+def _per_size(answer, sizes: list[int]) -> list[float] | None:
+    """Per size, the learner's fastest round over the reference's fastest (None without both)."""
     mine = _fastest([r.get("gbs") for r in referee.rounds(answer)], len(sizes))
     theirs = _fastest([ref.get("gbs") for ref in referee.observed(answer).get("reference") or []
                        if isinstance(ref, dict)], len(sizes))
-    ratio = _geomean([a / b for a, b in zip(mine[:SMALL_SETS], theirs[:SMALL_SETS])]) if mine and theirs else 0.0
+    return [a / b for a, b in zip(mine, theirs)] if mine and theirs else None
+
+
+QUARTER = (0.22, 0.29)  # a sweep this share of the reference at its largest sets counted elements, not 4-byte floats
+
+
+def _counted_elements(answer, sizes: list[int]) -> bool:
+    """The larger half of the sets (where one read lasts long and no call overhead shows) near a quarter of the
+    reference: the bytes were counted as float32 elements (4 bytes each)."""
+    ratios = _per_size(answer, sizes)
+    return bool(ratios) and QUARTER[0] <= _geomean(ratios[len(ratios) // 2:]) <= QUARTER[1]
+
+
+def _small_sets(answer, sizes: list[int], elements: bool = False) -> Part:
+    """The smallest sets against the reference at the same sizes (each side's fastest round per size): read once per
+    call, they time the call, not the cache. ``elements``: the whole sweep is a quarter (elements counted, not
+    bytes), which explains the small sets too: no call overhead is named."""
+    ratios = _per_size(answer, sizes)
+    ratio = _geomean(ratios[:SMALL_SETS]) if ratios else 0.0
     label = _m("label.small_sets", ratio=SMALL_RATIO)
     text = _m("sweep_small", sizes=", ".join(map(_size_text, sizes[:SMALL_SETS])), found=ratio, need=SMALL_RATIO)
     if ratio >= SMALL_RATIO:
         return Part(True, text, label=label)
-    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label)
+    if elements:
+        return Part(False, text, label=label)
+    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label, keeps=CENTRAL)
+
+
+def _too_fast(answer, device: str) -> Message:
+    """What a sweep above the band says, from the evidence: the reference's own rounds spread (the machine slowed
+    it: measure again), a unit slip (MB/s), else on a CPU a count of bytes (nothing there runs asynchronously), else the common causes."""
+    ratio = referee.median_ratio(answer, lambda r: _geomean(r["gbs"]), lambda ref: _geomean(ref["gbs"]))
+    if ratio and ratio[0] >= UNIT_SLIP:
+        return _m("mistake.mb_per_s", ratio=ratio[0])
+    spread = referee.spread(answer, lambda ref: _geomean(ref["gbs"]))
+    if spread is not None and spread >= SPREAD:
+        return _m("sweep_reference_spread", spread=spread)
+    return _m("sweep_above_cpu") if device.split(":")[0] == "cpu" else msg("measure.above")
+
+
+SPREAD = 1.5  # reference rounds this far apart (fastest / slowest): the machine slowed the reference
 
 
 def _faster(fast: float, slow: float) -> Part:
@@ -420,15 +473,18 @@ def _sweep_score(case, answer, want) -> list[Part]:
         return [Part(False, _m("sweep_values", found=_show(bad)[:200]))]
     what = _m("sweep_what", device=device, n=len(sizes))
     mine, theirs = (lambda r: _geomean(r["gbs"])), (lambda ref: _geomean(ref["gbs"]))
+    elements = _counted_elements(answer, sizes)
     measured, parts = side_by_side("sweep", answer, what, mine, theirs,
                                    lambda r: sum(s / (g * 1e9) for s, g in zip(sizes, r["gbs"])), "GB/s", weight=2,
-                                   too_slow=_m("sweep_below"))
+                                   too_slow=_m("mistake.elements_counted") if elements else _m("sweep_below"),
+                                   too_fast=_too_fast(answer, device))
     if not measured:
         return parts
     ratio = referee.median_ratio(answer, mine, theirs)
-    if ratio and ratio[0] >= UNIT_SLIP:
-        parts.append(Part(False, _m("mistake.mb_per_s", ratio=ratio[0]), weight=0, mistake="mb_per_s"))
-    parts.append(_small_sets(answer, sizes))
+    slip = "mb_per_s" if ratio and ratio[0] >= UNIT_SLIP else "elements_counted" if elements else None
+    if slip:
+        parts = [replace(p, mistake=slip) if not p.ok else p for p in parts]
+    parts.append(_small_sets(answer, sizes, elements))
     gbs = _fastest(lists, len(sizes))
     fast, slow = analysis.sweep_plateaus(sizes, gbs, llc or LLC_CAP)
     if fast is None or slow is None:
@@ -471,31 +527,38 @@ def _serve_score(case, answer, want) -> list[Part]:
 
 
 TASKS = {
-    "intensity": Task(title=_m("title.intensity"), answer=_intensity_answer, score=_intensity_score,
+    "intensity": Task(rule=_m("rule.intensity"), central=("output_not_counted", "elements_not_bytes"),
+                      title=_m("title.intensity"), answer=_intensity_answer, score=_intensity_score,
                       visible=_intensity_visible, kind="recall", level="warm-up",
                       mistakes=("output_not_counted", "fma_as_one_flop", "elements_not_bytes")),
-    "roofline": Task(title=_m("title.roofline"), answer=_roofline_answer, score=_roofline_score,
+    "roofline": Task(rule=_m("rule.roofline"), central=("sparse_as_dense", "star_without_footnote"),
+                     title=_m("title.roofline"), answer=_roofline_answer, score=_roofline_score,
                      visible=_roofline_visible, kind="transfer", level="core",
                      mistakes=("sparse_as_dense", "star_without_footnote", "tb_as_gb", "above_the_roof",
                                "tie_is_memory")),
-    "fusion": Task(title=_m("title.fusion"), answer=_fusion_answer, score=_fusion_score, visible=_fusion_visible,
+    "fusion": Task(rule=_m("rule.fusion"), central=("fused_keeps_intermediates", "fused_writes_intermediates"),
+                   title=_m("title.fusion"), answer=_fusion_answer, score=_fusion_score, visible=_fusion_visible,
                    kind="transfer", level="core",
                    mistakes=("fused_keeps_intermediates", "fused_writes_intermediates", "read_per_use",
                              "broadcast_as_full", "output_from_first_operand", "unused_input_read",
                              "writes_left_out")),
-    "decode": Task(title=_m("title.decode"), answer=_decode_answer, score=_decode_score, visible=_decode_visible,
+    "decode": Task(rule=_m("rule.decode"), central=("window_ignored", "window_on_every_layer"),
+                   title=_m("title.decode"), answer=_decode_answer, score=_decode_score, visible=_decode_visible,
                    kind="transfer", level="core",
                    mistakes=("window_ignored", "window_on_every_layer", "window_longer_than_context", "query_heads",
                              "k_without_v", "kv_of_one_sequence", "one_token_per_step")),
-    "debug": Task(title=_m("title.debug"), answer=_debug_answer, score=_debug_score, visible=_debug_visible,
+    "debug": Task(rule=_m("rule.debug"), central=("no_synchronize", "fits_in_cache"),
+                  title=_m("title.debug"), answer=_debug_answer, score=_debug_score, visible=_debug_visible,
                   simulated=_debug_device,
                   kind="transfer", level="core",
                   mistakes=("no_synchronize", "no_warm_up", "fits_in_cache", "launch_bound", "buffer_under_4x",
                             "short_sample", "reads_only", "gib")),
-    "sweep": Task(title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
+    "sweep": Task(rule=_m("rule.sweep"), central=("call_overhead",),
+                  title=_m("title.sweep"), answer=_sweep_answer, score=_sweep_score, visible=_sweep_visible,
                   measurement=True, reference=_sweep_reference, rounds=3, kind="recall", level="core",
-                  mistakes=("reference_called", "call_overhead", "mb_per_s")),
-    "serve": Task(title=_m("title.serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
+                  mistakes=("reference_called", "call_overhead", "mb_per_s", "elements_counted")),
+    "serve": Task(rule=_m("rule.serve"), central=("weights_only_step", "batch_not_capped"),
+                  title=_m("title.serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
                   kind="transfer", level="stretch",
                   mistakes=("gb_not_gib", "above_compute_roof", "weights_only_step", "round_not_floor",
                             "negative_max_batch", "batch_not_capped")),

@@ -114,7 +114,7 @@ def test_an_answer_of_the_wrong_type_is_said_in_each_language(task_id):
 def test_spec_with_the_printed_peak_for_the_running_clock_costs_the_double_weighted_part():
     def printed(spec):
         return {**ref.gpu_numbers(spec), "tensor_tflops_at_clock": spec["dense_tensor_tflops"]}
-    assert 0.4 < share("gpu_numbers", printed) < 0.9
+    assert share("gpu_numbers", printed) == pytest.approx(core.CENTRAL)  # the task's point: a third at most
     assert "printed_peak" in named("gpu_numbers", printed)
 
 
@@ -125,7 +125,7 @@ def test_spec_worked_at_the_boost_clock_is_named_with_the_clock_the_sheet_assume
         per_tc = spec["dense_tensor_tflops"] * 1e12 / (tensor_cores * spec["boost_clock_mhz"] * 1e6)
         return {**ref.gpu_numbers(spec), "flops_per_tc_per_cycle": per_tc, "tensor_clock_mhz": spec["boost_clock_mhz"],
                 "tensor_tflops_at_clock": spec["dense_tensor_tflops"] * spec["clock_mhz"] / spec["boost_clock_mhz"]}
-    failed = [p for p in parts("gpu_numbers", at_boost, hidden=False) if not p.ok]
+    failed = [p for p in parts("gpu_numbers", at_boost, hidden=False) if not p.ok and p.weight]
     assert len(failed) == 3 and all("H100 PCIe" in p.message.en for p in failed)  # A100's sheet assumes its boost clock
     named_once = [p for p in failed if p.mistake == "tensor_clock"]           # explained once, then "the same mistake"
     assert len(named_once) == 1 and "1024" in named_once[0].message.en and "1619" in named_once[0].message.en
@@ -505,3 +505,17 @@ def test_fit_ignoring_special_is_named():
 def test_fit_invalid_answers_score_nothing_but_do_not_crash():
     assert share("smallest_format", lambda values, tol, special: {"exp_bits": 11, "man_bits": 3}, hidden=False) == 0.0
     assert share("smallest_format", lambda values, tol, special: {"exp_bits": "5"}, hidden=False) == 0.0
+
+
+def test_rounding_e2m1_subnormals_on_a_finer_grid_is_named_as_such_not_as_the_tie_rule():
+    """The learner's trial: 0.25 and 0.75 in e2m1 (whose subnormals are 0.5 apart) were blamed on the tie rule."""
+    def finer_grid(x, fmt):
+        bias, m_bits = fmt["bias"], fmt["man_bits"]
+        a = x.abs().double()
+        step = torch.exp2(torch.frexp(a)[1].double() - 1 - m_bits)   # the exponent not held at 1 - bias
+        q = torch.where(a < 2.0 ** (1 - bias), torch.round(a / step) * step, ref.round_to_format(a, fmt).abs())
+        return torch.copysign(q, x.double())
+    named_parts = [p for p in parts("round", finer_grid, hidden=False) if not p.ok and p.weight]
+    assert named_parts and {p.mistake for p in named_parts} == {"subnormal_spacing"}
+    e2m1 = [p for p in named_parts if p.message.en.startswith("e2m1")]
+    assert e2m1 and all("halfway" not in p.message.en for p in e2m1)
