@@ -382,7 +382,7 @@ MISTAKES = {
               "encoding_table": _links_table},
     "superpod": MISTAKES_SUPERPOD,
     "bucket": {"alpha_once": _bucket_alpha_once, "ring_steps": _bucket_ring_steps, "algbw_fraction": _bucket_algbw,
-               "units": _bucket_units, "round_down": _bucket_floor, "round_nearest": _bucket_round},
+               "units": _bucket_units, "round_down": _bucket_floor},
     "read_nccl": {"avg_line": _read_avg_line, "algbw_column": _read_algbw, "allreduce_factor": _read_allreduce_factor,
                   "first_row": _read_first_row, "time_with_algbw": _read_time_algbw,
                   "time_without_factor": _read_no_factor, "log_ranks": _read_log_ranks, "gib": _read_gib},

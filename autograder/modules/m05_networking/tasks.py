@@ -286,7 +286,7 @@ def _bucket_score(case, answer, want) -> list[Part]:
                                                                    "mistakes": _field(want, "fraction")})),
         _part(size_ok, size_text, label="min_bytes",
               mistake=_known(size, {**want, "answer": right["min_bytes"], "mistakes": _field(want, "min_bytes")},
-                             lambda a, b: a == b, {frozenset({"round_down", "round_nearest"}): "round_nearest"})),
+                             lambda a, b: a == b)),
     ]
 
 
@@ -1049,7 +1049,7 @@ TASKS = {
                      rule=_say("rule.superpod"),
                      central=("per_gpu_allreduce", "alltoall_like_allreduce", "alltoall_every_level")),
     "bucket": Task(title=_say("title_bucket"), answer=_bucket_answer, score=_bucket_score, visible=_bucket_visible,
-                   kind="transfer", level="core", mistakes=("alpha_once", "ring_steps", "algbw_fraction", "units", "round_down", "round_nearest"),
+                   kind="transfer", level="core", mistakes=("alpha_once", "ring_steps", "algbw_fraction", "units", "round_down"),
                    rule=_say("rule.bucket"), central=("alpha_once", "ring_steps", "algbw_fraction")),
     "read_nccl": Task(title=_say("title_read_nccl"), answer=_read_nccl_answer, score=_read_nccl_score,
                       visible=_read_nccl_visible, kind="transfer", level="core",

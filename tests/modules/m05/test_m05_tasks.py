@@ -108,8 +108,8 @@ def test_bucket_accepts_either_size_at_an_exact_boundary():
 
 
 def test_bucket_names_rounding_and_latency_mistakes():
-    assert named(parts_of("m05.bucket", m05._bucket_floor)) == {"round_down", "round_nearest"}
-    assert named(parts_of("m05.bucket", m05._bucket_round)) == {"round_nearest"}  # round() passed before
+    assert named(parts_of("m05.bucket", m05._bucket_floor)) == {"round_down"}
+    assert named(parts_of("m05.bucket", m05._bucket_round)) == {"round_down"}  # round() is short only where it rounds down
     assert "alpha_once" in named(parts_of("m05.bucket", m05._bucket_alpha_once))
     assert named(parts_of("m05.bucket", m05._bucket_ring_steps)) == {"ring_steps"}  # 2(n-1) where n belongs
 
