@@ -36,6 +36,8 @@ LIFETIME_S = 300.0  # gloo's timeout for the measurement's ranks, and (+10 s) th
 FAKE_LIMIT_S = 5.0  # the most a measurement may take on the fake dist's clock
 STUB_LIMIT_S = 0.5  # the same for the quick call (no sizes) that finds an unfinished answer before starting ranks
 MEASURE_SIZES = [1 << 20, 4 << 20]
+FAKE_WEIGHT = 2.0  # a size on the fake dist weighs twice a size on the ranks: its numbers are exact, so the task's
+# rule shows there, and an answer that raises there (no number at all) keeps no more than one that breaks the rule
 MEASURE_BUDGET_S = 0.1  # the reference's time budget per size, as the task text suggests to the learner
 SLOWEST = 3.0  # the fake world's slowest rank: its clock reads this many times rank 0's
 SLOW_CLOCK = 0.5  # on the real ranks, the last rank's clock runs at this rate while the learner measures
@@ -844,8 +846,14 @@ def _fake_answer(learner, case) -> dict:
             del _replays[key]
         return replay[0]
     with FirstCallDist(case["world_size"], case["alpha_s"], case["bytes_per_s"], case["setup_s"]) as fake:
-        values = learner(fake, list(case["sizes"]), case["world_size"])
-    answer = {"values": [_num(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)[:80],
+        try:
+            values = learner(fake, list(case["sizes"]), case["world_size"])
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # scored as the case it is (FAKE_WEIGHT a size), not the core's one part
+            values = {"raised": f"{type(exc).__name__}: {exc}"[:300]}
+    answer = {"values": [_num(v) for v in values] if isinstance(values, (list, tuple)) else
+              values if isinstance(values, dict) and "raised" in values else repr(values)[:80],
               "largest_call": max(fake.sizes, default=0), "course_calls": fake.course_calls}
     if TASKS["measure"].rounds > 1:
         _replays[key] = [answer, TASKS["measure"].rounds - 1]
@@ -931,11 +939,15 @@ def _measure_score(case, answer, want) -> list[Part]:
 def _measure_fake_score(case, answer, want) -> list[Part]:
     values = answer["values"]
     n_sizes, n = len(case["sizes"]), case["world_size"]
+    weight = FAKE_WEIGHT * n_sizes
+    if isinstance(values, dict) and "raised" in values:
+        text = _say("measure_raised", n=n, error=values["raised"])
+        return [Part(False, _then(text, measure_hint(values["raised"])), weight=weight)]
     if not isinstance(values, list) or len(values) != n_sizes:
-        return [Part(False, _say("measure_not_list", n=n_sizes, found=str(values)), weight=n_sizes)]
+        return [Part(False, _say("measure_not_list", n=n_sizes, found=str(values)), weight=weight)]
     if answer.get("course_calls"):
         return [_part(False, _say("measure_course", calls=answer["course_calls"]), mistake="course_measurement",
-                      weight=n_sizes)]
+                      weight=weight)]
     too_big = answer.get("largest_call", 0) > max(case["sizes"])  # a tensor of more bytes than the size asked
     ratios = [value / expected if value and value > 0 else 0.0 for value, expected in zip(values, want)]
     mistake = _measure_mistake(ratios, n, too_big)
@@ -944,10 +956,10 @@ def _measure_fake_score(case, answer, want) -> list[Part]:
         ok = not too_big and 0.75 <= ratio <= 1.3
         text = _say("measure_fake", size=_bytes(size), n=n, expected=f"{expected:.4g}", found=_fmt(value))
         if ok or mistake:
-            parts.append(_part(ok, text, mistake=mistake, setup=f"{case['setup_s']:g}", slowest=f"{SLOWEST:g}",
-                               largest=_bytes(answer.get("largest_call", 0))))
+            parts.append(_part(ok, text, mistake=mistake, weight=FAKE_WEIGHT, setup=f"{case['setup_s']:g}",
+                               slowest=f"{SLOWEST:g}", largest=_bytes(answer.get("largest_call", 0))))
         else:
-            parts.append(Part(False, _then(text, _ratio_hint_loose(value, expected))))
+            parts.append(Part(False, _then(text, _ratio_hint_loose(value, expected)), weight=FAKE_WEIGHT))
     return parts
 
 

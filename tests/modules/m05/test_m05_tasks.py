@@ -301,6 +301,23 @@ def test_measure_fake_check_is_quick_whatever_the_load():
     assert time.perf_counter() - start < 5.0  # it sleeps nothing: the fake's clock moves instead
 
 
+def test_measure_a_crash_on_the_fake_keeps_no_more_than_a_wrong_factor():
+    """Learners met it: an answer that raised on the fake dist kept 2/3, a wrong factor 1.5/3 (the crash was one part
+    of weight 1 beside the ranks' case of weight 2)."""
+    from autograder.checks.core import _central, fraction
+
+    def crashes(dist, sizes, world_size):
+        raise AttributeError("'FirstCallDist' object has no attribute 'monitored_barrier'")
+
+    in_band = score_ranks(ranks_answer([0.8, 1.2]))  # the ranks' case passed for both
+    crash = score_fake(crashes)
+    assert not any(p.ok for p in crash) and "monitored_barrier" in crash[0].message.en
+    t = task("m05.measure")
+    kept = {name: fraction(_central(t, parts + in_band)) for name, parts in (("crash", crash),
+                                                                            ("algbw", score_fake(algbw_only)))}
+    assert kept["crash"] <= kept["algbw"] + 1e-9 and kept["algbw"] <= 1 / 3 + 1e-9
+
+
 def test_measure_rank_counts_named_with_the_counts_not_a_send_recv_hint():
     parts = _measure_score(RANKS, m05.MISTAKES["measure"]["rank_counts"].answer, None)
     text = " ".join(p.message.en for p in parts)
@@ -584,7 +601,8 @@ def forever(dist, sizes, world_size):  # a measurement that never ends
 
 
 def test_a_measurement_that_never_ends_is_stopped_on_the_fake_and_on_the_ranks():
-    with pytest.raises(TimeoutError):
-        _measure_answer(forever, FAKE)
+    parts = score_fake(forever)  # the fake's TimeoutError, scored as the fake's case with the hint
+    assert not any(p.ok for p in parts) and "TimeoutError" in parts[0].message.en \
+        and "took too long" in parts[0].message.en
     with pytest.raises((ranks.RanksError, TimeoutError)):
         _measure_answer(forever, RANKS)  # the quick call with no sizes is stopped too, then the ranks' alarm
