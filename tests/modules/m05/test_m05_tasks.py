@@ -499,6 +499,33 @@ def test_ring_deadlock_is_named_after_a_short_timeout_and_later_cases_start_no_r
     assert not any(p.ok for p in parts) and "deadlocked and timed out in an earlier case" in parts[0].message.en
 
 
+def skip_empty_ring(tensor):  # the trial's ring: it skips the send of an empty chunk, its neighbour still receives
+    import torch
+    import torch.distributed as dist
+    n, rank = dist.get_world_size(), dist.get_rank()
+    chunks = list(torch.tensor_split(tensor.view(-1), n))
+    for phase in range(2):
+        for step in range(n - 1):
+            send_i, recv_i = (rank - step + phase) % n, (rank - step - 1 + phase) % n
+            req = dist.isend(chunks[send_i].contiguous(), (rank + 1) % n) if chunks[send_i].numel() else None
+            buf = torch.empty_like(chunks[recv_i])
+            dist.recv(buf, (rank - 1) % n)
+            if req:
+                req.wait()
+            chunks[recv_i].add_(buf) if phase == 0 else chunks[recv_i].copy_(buf)
+    return tensor
+
+
+def test_ring_a_skipped_send_names_the_rank_that_waited_not_blocking_sends():
+    """Learners met it: a ring that skips the send of an empty chunk was told about blocking sends it does not use,
+    with the whole case instead of the tensor. The verdict names the tensor, the rank that waited, the step."""
+    case = {"world_sizes": [4], "tensors": [{"shape": [3], "dtype": "float32", "seed": 1}]}
+    parts = _ring_score(case, _ring_answer(skip_empty_ring, case), None)
+    text = " ".join(p.message.en for p in parts)
+    assert named(parts) == {"unmatched"} and "blocking send" not in text and "world_size=4, float32[3]" in text
+    assert "Rank 0 waited at step 1 for message 1 from rank 3 (0 element(s)); rank 3 sent 1 element(s)" in text
+
+
 def own_clock(dist, sizes, world_size):  # right but for the count: each rank loops until its own clock says 0.2 s
     import time
 
