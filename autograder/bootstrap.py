@@ -278,8 +278,17 @@ def test(args: list[str]) -> int:
     ensure_venv()
     lessons = [str(p.relative_to(ROOT)) for p in layout.lessons("en", ROOT)]
     tests = ["tests"] if (ROOT / "tests").is_dir() else []  # a learner edition: its lessons only
-    cmd = [str(PYTHON), "-m", "pytest", *tests, "--nbval-lax", *lessons, *args]
+    cmd = [str(PYTHON), "-m", "pytest", *tests, "--nbval-lax", *lessons, *side_by_side(args), *args]
     return subprocess.call(cmd, cwd=ROOT, env=venv_env())
+
+
+def side_by_side(args: list[str]) -> list[str]:
+    """pytest-xdist's options for the test command: one test file (or lesson) per worker process, as many workers
+    as cores (2 to 4), so that a test waiting on a server or a kernel does not hold the others up; none where the
+    command line chooses (``-n``, ``-p no:xdist``)."""
+    if any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
+        return []
+    return ["-n", str(max(2, min(4, os.cpu_count() or 2))), "--dist", "loadfile"]
 
 
 def venv_env() -> dict:

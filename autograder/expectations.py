@@ -64,8 +64,9 @@ def expect(kind: str, *, device: Any = None, dtype: Any = None, profile: Any = N
     """The expected band for a measurement of ``kind`` on ``device`` (or ``profile``).
 
     ``matmul``: TFLOP/s for ``dtype`` (default fp32). ``bandwidth``: copy GB/s.
-    ``speedup``: accelerator time over CPU time (``baseline``: the CPU's profile, by
-    default its measured profile). ``allreduce_busbw``: ratio to gloo's all_reduce
+    ``speedup``: CPU time over accelerator time (``baseline``: the CPU's profile, by
+    default its measured profile; ``reference``: the speedup the course measured now, side
+    by side, which the band always admits x2). ``allreduce_busbw``: ratio to gloo's all_reduce
     measured in the same run, or GB/s when ``reference`` (gloo's busbw) is given.
     ``mfu``: fraction of the peak. ``profile``: a Profile or a profile id; by default
     :func:`autograder.reference.profile_for` ``(device)``.
@@ -77,7 +78,7 @@ def expect(kind: str, *, device: Any = None, dtype: Any = None, profile: Any = N
     if kind == "allreduce_busbw":
         return _allreduce(reference)
     if kind == "speedup":
-        return _speedup(device, dt, profile, baseline)
+        return _speedup(device, dt, profile, baseline, reference)
     prof = _profile(profile, device)  # a measured profile is checked against the machine now
     figure = prof.bandwidth_gbs if kind == "bandwidth" else _peak(prof, dt)
     if not figure and profile is None and not prof.measured:  # a spec sheet without this figure: measure
@@ -111,7 +112,7 @@ def _throughput(table: dict, profile, dt: str, figure, unit: str, missing_key: s
                 reason=_reason(rule, dtype=dt), basis=basis, profile_id=profile.id, source=_source(rule))
 
 
-def _speedup(device, dt: str, profile, baseline) -> Band:
+def _speedup(device, dt: str, profile, baseline, reference: float | None = None) -> Band:
     table = rules()["speedup"]
     if profile is None and _on_cpu(device):
         rule = table["cpu_only"]
@@ -127,7 +128,8 @@ def _speedup(device, dt: str, profile, baseline) -> Band:
             raise ValueError(msg("measure.no_peak", profile=p.id, dtype=dt).text())
     rule = table["accelerator"]
     ratio = accel_peak / cpu_peak
-    return Band(rule["lo"], max(rule["lo"], rule["hi_peak_ratio"] * ratio), "×",
+    hi = rule["hi_peak_ratio"] * max(ratio, reference or 0.0)  # a stored CPU peak from a quieter moment: never below now
+    return Band(rule["lo"], max(rule["lo"], hi), "×",
                 msg("measure.accel_speedup", peak_ratio=ratio), "measured" if prof.measured else "spec",
                 prof.id, _source(rule))
 

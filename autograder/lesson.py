@@ -5,6 +5,7 @@ import html
 import os
 import shlex
 import subprocess
+import time
 from typing import Iterable, Sequence
 
 from . import plotting
@@ -148,6 +149,70 @@ def rises(*series) -> bool:
     return all(len(v) > 1 and all(b >= 0.9 * a for a, b in zip(v, v[1:])) and v[-1] >= 1.2 * v[0] for v in series)
 
 
+SPREAD_LIMIT = 0.2   # a point whose two best passes differ by more than this share of the best is noisy
+REMEASURE_S = 3.0    # at most this long measuring a noisy series again, after the two passes every series gets
+MAX_PASSES = 5
+
+
+class Measured(list):
+    """A measured series: the best value of each point over its passes (a list), and ``spread``, the largest share by
+    which a point's two best passes differ (0.3: 30 %)."""
+
+    spread: float = 0.0
+    passes: int = 1
+
+    @property
+    def busy(self) -> Message | None:
+        """The label a figure of this series carries when its spread stayed above :data:`SPREAD_LIMIT`, else None."""
+        from .i18n import msg
+        return msg("measure.busy", spread=f"{100 * self.spread:.0f}") if self.spread > SPREAD_LIMIT else None
+
+
+def measure(fn, points: Sequence, better=max, budget_s: float = REMEASURE_S, desc: str | None = None,
+            key: str | None = None) -> Measured:
+    """``fn(point)`` at every point, measured twice in turns, and again (a whole pass at a time) while a point's two
+    best values differ by more than :data:`SPREAD_LIMIT` and ``budget_s`` allows. ``better``: ``max`` for rates,
+    ``min`` for times; ``key``: where ``fn`` returns a dict, the figure compared (the best dict is kept). The one rule
+    by which a lesson's figure or table of measurements is known to be steady or busy."""
+    from .progress import progress
+    runs = [[fn(p)] for p in progress(points, desc=desc)]
+    deadline = time.perf_counter() + budget_s
+    series = _best_of(runs, better, key)
+    while runs and len(runs[0]) < MAX_PASSES and (len(runs[0]) < 2 or (series.spread > SPREAD_LIMIT
+                                                               and time.perf_counter() < deadline)):
+        for run, p in zip(runs, points):
+            run.append(fn(p))
+        series = _best_of(runs, better, key)
+    return series
+
+
+def _best_of(runs: list[list], better, key: str | None = None) -> Measured:
+    figure = (lambda v: v[key]) if key else (lambda v: v)
+    series = Measured(better(run, key=figure) for run in runs)
+    series.passes = len(runs[0]) if runs else 0
+    series.spread = max((_gap(sorted(map(figure, run), reverse=better is max)[:2]) for run in runs if len(run) > 1),
+                        default=0.0)
+    return series
+
+
+def _gap(two: list[float]) -> float:
+    """How far the second-best of two values is from the best, as a share of the larger."""
+    high = max(abs(v) for v in two)
+    return abs(two[0] - two[1]) / high if high else 0.0
+
+
+def title(rising: str, other: str, *series: Sequence) -> str:
+    """A figure's title from its points: ``rising`` only where every series rises (:func:`rises`), else ``other``
+    (the same text twice: a title that states no trend); a series that stayed noisy (a :class:`Measured` with a
+    spread above :data:`SPREAD_LIMIT`) adds the busy label."""
+    return "\n".join([rising if rising == other or (series and rises(*series)) else other, *busy_labels(*series)])
+
+
+def busy_labels(*series) -> list[str]:
+    """The busy labels of the series that stayed noisy (:class:`Measured`), in the current language."""
+    return sorted({s.busy.text() for s in series if isinstance(s, Measured) and s.busy is not None})
+
+
 def _cell(value) -> str:
     if isinstance(value, Message):
         value = value.text()
@@ -167,10 +232,12 @@ def table_html(rows: Sequence[dict], columns: Iterable[str] | None = None,
 
 
 def show_table(rows: Sequence[dict], columns: Iterable[str] | None = None,
-               headers: dict[str, str | Message] | None = None) -> None:
-    """Display ``rows`` as a table in the notebook."""
+               headers: dict[str, str | Message] | None = None, measured: Sequence = ()) -> None:
+    """Display ``rows`` as a table in the notebook; ``measured``: the :class:`Measured` series the rows show, whose
+    busy label (if it stayed noisy) is printed under the table."""
     from IPython.display import HTML, display
-    display(HTML(table_html(rows, columns, headers)))
+    caption = "".join(f"<p>{html.escape(label)}</p>" for label in busy_labels(measured))
+    display(HTML(table_html(rows, columns, headers) + caption))
 
 
 def quiz(question: Message, options: Sequence[Message], answer: int, explain: Message) -> None:

@@ -404,6 +404,16 @@ def _recheck(name: str, path: Path, record: dict) -> dict:
     return record
 
 
+def best_seen(peak: float, *seen: float, unit: str = "TFLOP/s") -> tuple[float, Message | None]:
+    """The measured peak a share is taken of, and what to tell the learner: a figure just seen above a measured peak
+    shows the peak was measured at a busier moment, so it is raised to that figure, and the note says so (a share of
+    a measured peak above 100 % is impossible). A spec sheet's peak is never passed here."""
+    top = max((float(s) for s in seen if s and math.isfinite(s)), default=0.0)
+    if top <= peak:
+        return peak, None
+    return top, msg("measure.peak_raised", was=f"{peak:.3g}", now=f"{top:.3g}", unit=unit)
+
+
 def machine_key(name: str) -> dict:
     """What a measurement depends on: the device, the core count, the library versions."""
     from .hardware import detect

@@ -600,7 +600,10 @@ def _speedup_score(case, answer, want) -> list[Part]:
     if calls and min(calls) < 2:
         parts.append(_wrong("speedup_calls", "one_call", calls=min(calls)))
     ratio = statistics.median(r["cpu_s"] / r["accel_s"] for r in found)
-    parts.append(expect("speedup", device=best).part(ratio, _say("speedup_what")))
+    now = [r["cpu_s"] / r["accel_s"] for r in referee.observed(answer)["reference"]
+           if isinstance(r, dict) and (r.get("accel_s") or 0) > 0 and (r.get("cpu_s") or 0) > 0]  # the course's, now
+    parts.append(expect("speedup", device=best, reference=statistics.median(now) if now else None).part(
+        ratio, _say("speedup_what")))
     return parts
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...lesson import LABEL, show_table, t
+from ...lesson import LABEL, Measured, measure, rises, show_table, t, title
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30
 
@@ -186,7 +186,16 @@ def plot_bars(labels, series: dict, xlabel: str, ylabel: str):
 
 
 def plot_sweep(sizes, gbs, caches, device: str):
-    """Read bandwidth against the working-set size, with the caches marked."""
+    """Read bandwidth against the working-set size, with the caches marked. The title says that bandwidth falls
+    beyond the last cache only where the points show it (the best inside half of it at least 1.2x the median beyond
+    twice it, :func:`autograder.lesson.rises`), and names a busy machine where ``gbs`` (a Measured) stayed noisy."""
+    llc = caches[-1][1] if caches else 0
+    inside = [g for s, g in zip(sizes, gbs) if s <= llc / 2]
+    beyond = [g for s, g in zip(sizes, gbs) if s >= 2 * llc]
+    falls = bool(inside and beyond) and rises([float(np.median(beyond)), max(inside)])
+    heading = (t(f"{device}: 작업 집합이 캐시를 벗어나면 대역폭이 떨어진다",
+                 f"{device}: bandwidth falls once the working set leaves the cache") if falls else
+               t(f"{device}: 작업 집합 크기별 읽기 대역폭", f"{device}: read bandwidth by working-set size"))
     fig, ax = _axes(log=False)
     ax.plot(sizes, gbs, marker="o")
     for name, size in caches:
@@ -195,31 +204,46 @@ def plot_sweep(sizes, gbs, caches, device: str):
     ax.set_xscale("log", base=2)
     ax.set_xlabel(t("작업 집합 크기 (바이트)", "working-set size (bytes)"))
     ax.set_ylabel(t("읽기 대역폭 (GB/s)", "read bandwidth (GB/s)"))
-    ax.set_title(t(f"{device}: 작업 집합이 캐시를 벗어나면 대역폭이 떨어진다",
-                   f"{device}: bandwidth falls once the working set leaves the cache"))
+    ax.set_title(title(heading, heading, gbs))
     return fig
 
 
-def measure_roofline_points(device: str, llc: int) -> list[tuple]:
-    """(name, FLOP/byte, TFLOP/s achieved) for an fp32 add, a matvec and three matmuls, measured here."""
+def measure_roofline_points(device: str, llc: int) -> Measured:
+    """(name, FLOP/byte, TFLOP/s achieved) for an fp32 add, a matvec and three matmuls, measured here, every kernel
+    twice in turns and again while noisy (:func:`autograder.lesson.measure`; the result's ``spread`` is the rates')."""
     import torch
 
     from ...harness import time_fn
 
-    points = []
+    kernels = []  # (name, FLOP/byte, FLOPs, call, budget_s)
     n = max(4 * MIB, 4 * llc // 12)
     x, y, z = (torch.rand(n, device=device) for _ in range(3))
-    timing = time_fn(lambda: torch.add(x, y, out=z), device=device, budget_s=0.5)
-    points.append(("add", n / (12 * n), n / timing.median_s / 1e12))
+    kernels.append(("add", n / (12 * n), n, lambda: torch.add(x, y, out=z), 0.25))
     n = 4096
-    a, v = torch.rand(n, n, device=device), torch.rand(n, device=device)
-    timing = time_fn(lambda: a @ v, device=device, budget_s=0.5)
-    points.append(("matvec 4096", 2 * n**2 / (4 * (n**2 + 2 * n)), 2 * n**2 / timing.median_s / 1e12))
+    m, v = torch.rand(n, n, device=device), torch.rand(n, device=device)
+    kernels.append(("matvec 4096", 2 * n**2 / (4 * (n**2 + 2 * n)), 2 * n**2, lambda: m @ v, 0.25))
     for n in ((64, 256, 1024) if device == "cpu" else (256, 1024, 4096)):
         a, b = torch.rand(n, n, device=device), torch.rand(n, n, device=device)
-        timing = time_fn(lambda: a @ b, device=device, budget_s=0.6)
-        points.append((f"matmul {n}", 2 * n**3 / (4 * 3 * n**2), 2 * n**3 / timing.median_s / 1e12))
+        kernels.append((f"matmul {n}", 2 * n**3 / (4 * 3 * n**2), 2 * n**3, lambda a=a, b=b: a @ b, 0.3))
+    rates = measure(lambda k: k[2] / time_fn(k[3], device=device, budget_s=k[4]).median_s / 1e12, kernels)
+    points = Measured((name, intensity, rate) for (name, intensity, *_), rate in zip(kernels, rates))
+    points.spread, points.passes = rates.spread, rates.passes
     return points
+
+
+def roof_for(points: list[tuple], peak_tflops: float, gbs: float, peak_measured: bool = True) -> tuple[float, float]:
+    """The measured roof ``(peak TFLOP/s, GB/s)`` the points are drawn under. A point that ran ``achieved`` FLOP/s at
+    ``intensity`` FLOP/byte shows the machine can do at least that many FLOP/s and move at least ``achieved /
+    intensity`` bytes/s: a measured roof below either was measured at a busier moment and is raised to it
+    (:func:`autograder.reference.best_seen`), and a line says so. A spec sheet's peak (``peak_measured=False``) stays."""
+    from ...reference import best_seen
+    for _name, intensity, achieved in points:
+        gbs, moved = best_seen(gbs, achieved * 1e3 / intensity, unit="GB/s")
+        peak_tflops, ran = best_seen(peak_tflops, achieved) if peak_measured else (peak_tflops, None)
+        for note in (moved, ran):
+            if note is not None:
+                print(note.text())
+    return peak_tflops, gbs
 
 
 def plot_measured_roofline(points: list[tuple], peak_tflops: float, gbs: float, device: str):
@@ -231,22 +255,24 @@ def plot_measured_roofline(points: list[tuple], peak_tflops: float, gbs: float, 
         ax.scatter(i, achieved, zorder=3, label=f"{name}: {achieved:.3g} TFLOP/s")
     ax.set_xlabel(t("산술 강도 (FLOP/byte, fp32)", "arithmetic intensity (FLOP/byte, fp32)"))
     ax.set_ylabel("TFLOP/s")
-    ax.set_title(t(f"{device}의 루프라인과 직접 잰 점", f"Roofline of {device} with measured points"))
+    heading = t(f"{device}의 루프라인과 직접 잰 점", f"Roofline of {device} with measured points")
+    ax.set_title(title(heading, heading, points))   # with the busy label where the points stayed noisy
     ax.legend(fontsize=8)
     return fig
 
 
 def roof_rows(points: list[tuple], peak_tflops: float, gbs: float) -> list[dict]:
-    """The measured points as table rows with their share of the roof. A share above 100 % is impossible: the roof
-    was measured at a slower moment than the point, and the row says so instead of showing it."""
+    """The measured points as table rows with their share of the roof (:func:`roof_for` raises a measured roof to the
+    points). A share above 100 % (of a spec sheet's peak) is impossible, and the row says so instead of showing it."""
     rows = []
     for name, intensity, achieved in points:
         share = achieved / min(peak_tflops, intensity * gbs / 1e3)
+        shown = f"{min(share, 1):.0%}" if share <= 1 + 1e-9 else t(  # 1 + 1e-9: a roof raised to the point, rounded
+            "지붕 위(불가능): 이 점을 비교한 지붕보다 빠르게 잰 것입니다. 타이밍과 지붕을 확인하세요",
+            "above the roof (impossible): the point measured faster than the roof it is compared with; "
+            "check the timing and the roof")
         rows.append({t("커널", "kernel"): name, "FLOP/byte": round(intensity, 3), "TFLOP/s": achieved,
-                     t("지붕 대비", "of the roof"): f"{share:.0%}" if share <= 1 else t(
-                         "지붕 위(불가능): 지붕을 잰 때 컴퓨터가 더 바빴습니다. 8절과 이 셀을 다시 실행하세요",
-                         "above the roof (impossible): the machine was busier when the roof was measured; "
-                         "run section 8 and this cell again")})
+                     t("지붕 대비", "of the roof"): shown})
     return rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ...lesson import rises, show_table, t
+from ...lesson import show_table, t, title
 from ...lesson import LABEL
 
 SAMPLE_LOG = Path(__file__).resolve().parent / "data" / "nvidia_smi_log.csv"
@@ -407,9 +407,23 @@ def mfu_peak(device: str) -> float:
     return profile_for(device).peak("fp32") or measured_profile(device).peak("fp32")
 
 
-def plot_mfu(mfus: dict) -> None:
+def mfu_by_batch(achieved: dict, peak: float, measured: bool) -> tuple[dict, float]:
+    """MFU per batch, and the peak it is taken of: each step's TFLOP/s (``{batch: TFLOP/s}``) over the peak. A measured
+    peak below a step's rate was measured at a busier moment: it is raised to that rate
+    (:func:`autograder.reference.best_seen`) and a line says so, so no MFU above 1 is shown. A spec sheet's peak
+    stays as it is."""
+    from ...reference import best_seen
+    if measured:
+        peak, note = best_seen(peak, *achieved.values())
+        if note is not None:
+            print(note.text())
+    return {batch: rate / peak for batch, rate in achieved.items()}, peak
+
+
+def plot_mfu(mfus: dict, measured=()) -> None:
     """MFU by batch size (log-2 batch axis). The title states that larger batches fill the device better only when
-    the points rise; an MFU above 1 is impossible, and the figure says so (the peak was measured at a busier moment)."""
+    the points rise, and names a busy machine when ``measured`` (the :class:`autograder.lesson.Measured` rates the
+    MFUs come from) stayed noisy; an MFU above 1 (of a spec peak) is impossible, and the figure says so."""
     import matplotlib.pyplot as plt
     values = list(mfus.values())
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -418,12 +432,14 @@ def plot_mfu(mfus: dict) -> None:
     ax.grid(alpha=0.3)
     ax.set_xlabel(t("배치", "batch"))
     ax.set_ylabel("MFU")
-    ax.set_title(t("작은 배치는 장치를 채우지 못합니다", "Small batches do not fill the device") if rises(values)
-                 else t("배치 크기별 MFU: 이번 측정에서는 배치가 클수록 오르지 않았습니다",
-                        "MFU by batch size: in this run it did not rise with the batch"))
+    ax.set_title(title(t("작은 배치는 장치를 채우지 못합니다", "Small batches do not fill the device"),
+                       t("배치 크기별 MFU: 이번 측정에서는 배치가 클수록 오르지 않았습니다",
+                         "MFU by batch size: in this run it did not rise with the batch"),
+                       *([values, measured] if len(measured) else [values])))
     if max(values) > 1:
         ax.axhline(1.0, color="red", lw=1)
-        ax.text(0.02, 0.95, t("MFU가 1을 넘을 수는 없습니다: 피크를 잴 때 컴퓨터가 더 바빴습니다. 셀을 다시 실행하세요.",
-                              "An MFU above 1 is impossible: the machine was busier while the peak was measured. "
-                              "Run the cell again."), transform=ax.transAxes, va="top", fontsize=8, color="red", wrap=True)
+        ax.text(0.02, 0.95, t("MFU가 1을 넘을 수는 없습니다: 스텝이 비교한 피크보다 빨랐다고 잰 것입니다. 타이밍과 피크를 확인하세요.",
+                              "An MFU above 1 is impossible: the step measured faster than the peak it is compared with. "
+                              "Check the timing and the peak."), transform=ax.transAxes, va="top", fontsize=8, color="red",
+                wrap=True)
     plt.show()

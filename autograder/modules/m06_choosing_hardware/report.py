@@ -47,11 +47,11 @@ def _matmul_intensity(size: int | None, dtype: str) -> float | None:
     return 2.0 * size / (3.0 * nbytes)
 
 
-def _peak(reference: float | None, value: float, basis: str) -> float | None:
-    """The peak a value is a share of. A measured peak is the best this machine showed: a lesson's value above the
-    reference measurement means the reference was taken at a busier moment, and it is raised to that value (a share
-    of a measured peak above 100 % is impossible)."""
-    return max(reference, value) if basis == "measured" and reference else reference
+def _peak(reference: float | None, value: float, basis: str, unit: str) -> tuple[float | None, Message | None]:
+    """The peak a value is a share of, and the note when it was raised: a measured peak is at least the value a lesson
+    measured (:func:`autograder.reference.best_seen`; a share of a measured peak above 100 % is impossible)."""
+    from ...reference import best_seen
+    return best_seen(reference, value, unit=unit) if basis == "measured" and reference else (reference, None)
 
 
 def _pct(value: float, peak: float | None, basis: str, recorded: dict | None) -> float | None:
@@ -85,19 +85,19 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
         value = rec["value"] if rec else ref["tflops"]
         size = (rec or {}).get("meta", {}).get("size") if rec else ref.get("size")
         peak, basis = (spec.peak(dt), "spec") if spec is not None and spec.peak(dt) else (ref["tflops"] if ref else None, "measured")
-        peak = _peak(peak, value, basis)
+        peak, note = _peak(peak, value, basis, "TFLOP/s")
         items.append({"what": "matmul", "dtype": dt, "value": value, "unit": "TFLOP/s",
                       "source": "m02" if rec else "reference", "intensity": _matmul_intensity(size, dt),
-                      "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec)})
+                      "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec), "note": note})
 
     for kind in ("copy", "triad"):
         rec = recorded.get(f"m03.bandwidth_{kind}_gbs")
         value = rec["value"] if rec else reference.spec["bandwidth"][kind]["gbs"]
         peak, basis = ((spec.bandwidth_gbs, "spec") if spec is not None and spec.bandwidth_gbs
                        else (reference.spec["bandwidth"][kind]["gbs"], "measured"))
-        peak = _peak(peak, value, basis)
+        peak, note = _peak(peak, value, basis, "GB/s")
         items.append({"what": kind, "value": value, "unit": "GB/s", "source": "m03" if rec else "reference",
-                      "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec)})
+                      "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec), "note": note})
 
     rec = recorded.get("m05.allreduce_busbw_gbs") or recorded.get("m06.allreduce_busbw_gbs")
     if rec is not None:
@@ -203,7 +203,7 @@ def figure(card: dict):
 
 # ---------------------------------------------------------------- tables and HTML
 HEADERS = {"what": ("항목", "item"), "value": ("값", "value"), "unit": ("단위", "unit"), "source": ("출처", "source"),
-           "pct": ("피크 대비 %", "% of peak"), "peak_basis": ("피크 기준", "peak basis")}
+           "pct": ("피크 대비 %", "% of peak"), "peak_basis": ("피크 기준", "peak basis"), "note": ("참고", "note")}
 
 
 def rows(card: dict, lang: str | None = None) -> list[dict]:
@@ -212,7 +212,8 @@ def rows(card: dict, lang: str | None = None) -> list[dict]:
     for i in card["items"]:
         label = LABELS[i["what"]].format(dtype=i.get("dtype", ""), ranks=i.get("ranks", "?")).text(lang)
         out.append({"what": label, "value": round(i["value"], 4), "unit": i["unit"], "source": i["source"],
-                    "pct": None if i["pct"] is None else round(i["pct"], 1), "peak_basis": i.get("peak_basis")})
+                    "pct": None if i["pct"] is None else round(i["pct"], 1), "peak_basis": i.get("peak_basis"),
+                    "note": i["note"].text(lang) if i.get("note") else None})
     return out
 
 
@@ -250,9 +251,10 @@ def to_html(card: dict, fig=None) -> str:
         import matplotlib.pyplot as plt
         fig = bilingual_figure(card)
         plt.close(fig)
-    columns = ["what", "value", "unit", "source", "pct", "peak_basis"]
+    columns = ["what", "value", "unit", "source", "pct", "peak_basis", "note"]
     ko_rows, en_rows = rows(card, "ko"), rows(card, "en")
-    merged = [dict(k, what=f"{k['what']} / {e['what']}") for k, e in zip(ko_rows, en_rows)]
+    merged = [dict(k, what=f"{k['what']} / {e['what']}", note=k["note"] and f"{k['note']} / {e['note']}")
+              for k, e in zip(ko_rows, en_rows)]
     m = card["machine"]
     recorded = "".join(f"<li><code>{html.escape(r['id'])}</code>: {r['value']:.4g} {html.escape(r['unit'])}</li>"
                        for r in card["recorded"]) or "<li>—</li>"

@@ -1,0 +1,291 @@
+"""A busy machine (issue 27 item 5): no stored measurement is trusted later, and no lesson lies about its points.
+
+A learner's profile was measured while the machine was busy, 89x too low: lesson 06 then printed an MFU of 44 and a
+report card at 10,720 % of peak, exercise 06 marked a live peak wrong, lesson 01 titled falling points "bigger fills
+the device better" and lesson 03 showed `add` at 143 % of the roof. The unit tests hold the rules on fake timings;
+the last test seeds such a profile and runs the lessons and exercise 06's check.
+"""
+import ast
+import itertools
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder import layout, lesson, reference, results
+from autograder.i18n import get_language, set_language
+from autograder.profiles import Profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def english():
+    before = get_language()
+    set_language("en")
+    yield
+    set_language(before)
+
+
+def scripted(values):
+    """``fn(point)`` that returns ``values[point]`` pass after pass (the last one repeated), counting its calls."""
+    passes = {p: iter(itertools.chain(v, itertools.repeat(v[-1]))) for p, v in values.items()}
+    calls = []
+
+    def fn(point):
+        calls.append(point)
+        return next(passes[point])
+    return fn, calls
+
+
+# ---------------------------------------------------------------- the spread rule (fake timings)
+def test_a_quiet_series_is_measured_twice_in_turns_and_not_labelled(english):
+    fn, calls = scripted({64: [5.0, 5.1], 128: [9.0, 8.8], 256: [20.0, 20.5]})
+    series = lesson.measure(fn, [64, 128, 256])
+    assert calls == [64, 128, 256] * 2 and series == [5.1, 9.0, 20.5] and series.passes == 2
+    assert series.spread < lesson.SPREAD_LIMIT and series.busy is None
+
+
+def test_a_noisy_series_is_measured_again_and_labelled_when_it_stays_noisy(english):
+    fn, calls = scripted({64: [30.0, 3.0], 128: [1.0]})   # one fast pass at 64, never seen again
+    series = lesson.measure(fn, [64, 128])
+    assert series.passes == lesson.MAX_PASSES and len(calls) == 2 * lesson.MAX_PASSES
+    assert series == [30.0, 1.0] and series.spread == pytest.approx(0.9)
+    assert series.busy.en == "this machine is busy: spread 90 %" and "90" in series.busy.ko and "바쁩니다" in series.busy.ko
+    assert lesson.title("rising", "flat", series).splitlines() == ["flat", "this machine is busy: spread 90 %"]
+
+
+def test_a_busy_moment_measured_again_is_not_labelled(english):
+    fn, _ = scripted({64: [30.0, 29.0], 128: [0.06, 40.0, 41.0]})  # one pass caught a busy moment, the next two agree
+    series = lesson.measure(fn, [64, 128])
+    assert series.passes == 3 and series == [30.0, 41.0] and series.busy is None
+
+
+def test_the_budget_bounds_the_measuring_again():
+    fn, calls = scripted({64: [30.0, 3.0]})
+    series = lesson.measure(fn, [64], budget_s=0.0)
+    assert series.passes == 2 and len(calls) == 2 and series.busy is not None
+
+
+def test_times_keep_the_fastest():
+    fn, _ = scripted({1: [3.0, 1.0], 2: [2.0, 2.1]})
+    assert lesson.measure(fn, [1, 2], better=min)[:2] == [1.0, 2.0]
+
+
+def test_a_table_of_runs_keeps_the_fastest_run_and_says_when_it_stayed_noisy(english, monkeypatch):
+    fn, _ = scripted({"copy": [{"gbs": 10.0, "n": 1}, {"gbs": 12.0, "n": 2}, {"gbs": 11.5, "n": 3}],
+                      "triad": [{"gbs": 30.0, "n": 1}, {"gbs": 3.0, "n": 2}]})
+    found = lesson.measure(fn, ["copy", "triad"], key="gbs")
+    assert [r["n"] for r in found] == [2, 1] and found.busy is not None   # triad's 30 was never seen again
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda html: shown.append(html.data))
+    lesson.show_table([{"kernel": "copy"}], measured=found)
+    lesson.show_table([{"kernel": "copy"}], measured=lesson.measure(fn, ["copy"], key="gbs"))
+    assert shown[0].endswith("<p>this machine is busy: spread 90 %</p>") and shown[1].endswith("</table>")
+
+
+def test_a_title_never_states_a_trend_its_points_contradict(english):
+    """Lesson 01's busy-machine points: n = 64 at 30 GFLOP/s, n = 128 at 0.06, measured steadily (no busy label)."""
+    fn, _ = scripted({64: [30.0], 128: [0.06], 256: [20.0], 512: [25.0], 1024: [40.0]})
+    falling = lesson.measure(fn, [64, 128, 256, 512, 1024])
+    assert falling.busy is None and lesson.title("bigger fills the device better", "no trend", falling) == "no trend"
+    fn, _ = scripted({64: [5.0], 128: [9.0], 256: [20.0]})
+    assert lesson.title("bigger fills the device better", "no trend", lesson.measure(fn, [64, 128, 256])) == \
+        "bigger fills the device better"
+    assert lesson.title("bigger fills the device better", "no trend") == "no trend"   # no points: no trend
+
+
+def test_the_mfu_and_roof_figures_say_what_their_points_show(english, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from autograder.modules.m03_memory_hierarchy import lesson as m03
+    from autograder.modules.m06_choosing_hardware import lesson as m06
+    monkeypatch.setattr(plt, "show", lambda: None)
+    fn, _ = scripted({8: [0.01, 0.03, 0.01], 32: [0.02], 128: [0.04], 512: [0.05]})   # 0.03 seen once: noisy
+    rates = lesson.measure(fn, [8, 32, 128, 512])
+    try:
+        m06.plot_mfu({b: r / 0.1 for b, r in zip([8, 32, 128, 512], rates)}, rates)
+        assert plt.gcf().axes[0].get_title().splitlines() == ["MFU by batch size: in this run it did not rise with the batch",
+                                                              "this machine is busy: spread 67 %"]
+        plt.close("all")
+        sweep = lesson.measure(scripted({1: [10.0], 2: [10.0], 8: [2.0], 16: [2.0]})[0], [1, 2, 8, 16])
+        m03.plot_sweep([1, 2, 8, 16], sweep, [("L2", 4)], "cpu")
+        assert plt.gcf().axes[0].get_title() == "cpu: bandwidth falls once the working set leaves the cache"
+        plt.close("all")
+        m03.plot_sweep([1, 2, 8, 16], [2.0, 2.0, 10.0, 10.0], [("L2", 4)], "cpu")
+        assert plt.gcf().axes[0].get_title() == "cpu: read bandwidth by working-set size"
+    finally:
+        plt.close("all")
+
+
+# ---------------------------------------------------------------- no share of a measured peak passes 100 %
+def test_a_measured_peak_is_raised_to_what_was_just_seen_and_says_so(english):
+    assert reference.best_seen(0.065, 0.03) == (0.065, None)
+    peak, note = reference.best_seen(0.00073, 0.065, 0.02)
+    assert peak == 0.065 and "0.00073 TFLOP/s" in note.en and "raised to 0.065 TFLOP/s" in note.en and note.ko
+
+
+def test_mfu_of_a_measured_peak_never_passes_one(capsys, english):
+    from autograder.modules.m06_choosing_hardware import lesson as m06
+    mfus, peak = m06.mfu_by_batch({8: 0.01, 128: 0.0321}, 0.00073, measured=True)   # the trial's 44.0 at batch 128
+    assert peak == 0.0321 and mfus == {8: pytest.approx(0.01 / 0.0321), 128: 1.0}
+    assert "raised to 0.0321 TFLOP/s" in capsys.readouterr().out
+    mfus, peak = m06.mfu_by_batch({8: 10.0}, 67.0, measured=False)   # a spec sheet's peak stays
+    assert peak == 67.0 and not capsys.readouterr().out
+
+
+def test_the_roof_is_raised_to_a_point_above_it(capsys, english):
+    """Lesson 03 showed `add` at 143 % of a copy bandwidth measured at a busier moment."""
+    from autograder.modules.m03_memory_hierarchy import lesson as m03
+    points = [("add", 1 / 12, 0.002), ("matmul 1024", 85.3, 0.15)]   # add: 24 GB/s against a 16.8 GB/s roof
+    peak, gbs = m03.roof_for(points, peak_tflops=0.1, gbs=16.8)
+    assert gbs == pytest.approx(24.0) and peak == pytest.approx(0.15)
+    out = capsys.readouterr().out
+    assert "raised to 24 GB/s" in out and "raised to 0.15 TFLOP/s" in out
+    shares = [r["of the roof"] for r in m03.roof_rows(points, peak, gbs)]
+    assert shares == ["100%", "100%"]
+    assert m03.roof_for(points, peak_tflops=0.1, gbs=16.8, peak_measured=False)[0] == 0.1   # a spec peak stays
+
+
+@pytest.fixture
+def stale_profile(monkeypatch, tmp_path):
+    """A measured CPU profile that stays 89x too low (as a cache no quick measurement raised)."""
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(results, "machine", lambda: ("test-machine", {"device": "cpu"}))
+    stale = Profile(id="measured_cpu_test", name="test CPU", kind="cpu", vendor="test",
+                    peak_tflops={"fp32": 0.00073}, bandwidth_gbs=0.2, measured=True,
+                    spec={"date": "2026-11-22", "matmul": {"fp32": {"tflops": 0.00073, "size": 256}},
+                          "bandwidth": {"copy": {"gbs": 0.2}, "triad": {"gbs": 0.25}}})
+    monkeypatch.setattr(reference, "measured_profile", lambda *a, **k: stale)
+    monkeypatch.setattr(reference, "spec_profile", lambda device=None: None)
+    return stale
+
+
+def test_the_report_card_never_passes_100_percent_and_says_why(stale_profile, english):
+    from autograder.modules.m06_choosing_hardware import report
+    results.record("m02", "matmul_tflops_fp32", 0.0783, "TFLOP/s", device="cpu", size=1024)   # 10,720 % in the trial
+    results.record("m03", "bandwidth_copy_gbs", 0.474, "GB/s", device="cpu")                 # 237 %
+    rows = report.rows(report.gather("cpu", allreduce=False))
+    fp32 = next(r for r in rows if r["what"] == "matmul fp32")
+    copy = next(r for r in rows if r["what"] == "copy bandwidth")
+    assert fp32["pct"] == 100.0 and "raised to 0.0783 TFLOP/s" in fp32["note"]
+    assert copy["pct"] == 100.0 and "raised to 0.474 GB/s" in copy["note"]
+    assert all(r["pct"] is None or r["pct"] <= 100 for r in rows)
+
+
+def test_exercise_06_accepts_a_live_peak_measured_beside_its_rounds(stale_profile):
+    """The trial's learner took a live peak (0.065 TFLOP/s) as the lesson does, against a stored 0.00073: marked wrong.
+    A peak the referee measured now beside the rounds is an honest reference too."""
+    import course_answers.m06_choosing_hardware as A
+    from autograder.modules.m06_choosing_hardware import tasks
+    case = {"device": "cpu", "dims": [512, 1024, 1024, 512], "batch": 128, "frozen": 1}
+    flops = A.step_flops(case["dims"], case["batch"], case["frozen"])
+
+    def answer(peak, live):
+        rounds = [{"flops_per_step": flops, "seconds_per_step": 0.02, "peak_tflops": peak,
+                   "utilization": flops / 0.02 / (peak * 1e12)}] * 3
+        refs = [{"seconds": 0.02, **({"peak_tflops": live} if live else {})}] * 3
+        return {"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": refs}}
+
+    def peak_part(peak, live):
+        parts = tasks._mfu_score(case, answer(peak, live), A.EXPECT["mfu"](case))
+        return next(p for p in parts if p.label is not None and "peak_tflops" in p.label.en)
+
+    assert peak_part(0.065, 0.058).ok                       # live against live: right
+    assert "0.058" in peak_part(0.065, 0.058).message.en   # and the verdict names the live reference it was held to
+    assert not peak_part(0.065, None).ok                   # only a stale stored figure: what the trial saw
+    assert peak_part(0.00073, 0.058).ok                     # the stored figure, as the task text says, stays right
+    assert not peak_part(67.0, 0.058).ok                    # a GPU's spec peak is no CPU's
+
+
+# ---------------------------------------------------------------- lessons and exercise 06 on a profile 89x too low
+def seed_stale_cache(factor: float = 89.0) -> dict:
+    """Write this machine's measured profile, ``factor`` times below a live measurement, as ``reference._save`` does."""
+    name = "cpu"
+    live_tflops = reference.matmul_tflops("fp32", name, budget_s=0.5)["tflops"]
+    live_gbs = reference.bandwidth_gbs("copy", name, budget_s=0.3)["gbs"]
+    timing = {"median_s": 1.0, "spread": 1.0, "n": 3, "threads": 1}
+    record = {"key": reference.machine_key(name), "date": "2026-11-20", "budget_s": 15.0,
+              "matmul": {dt: {"tflops": live_tflops / factor, "size": 256, "library": "torch", **timing}
+                         for dt in ("fp32", "bf16")},
+              "bandwidth": {kind: {"gbs": live_gbs / factor, "nbytes": 2**27, **timing} for kind in ("copy", "triad")}}
+    reference._save(reference._cache_path(name), record)
+    return record
+
+
+def run_lesson(number_topic: str) -> list:
+    import nbclient
+    import nbformat
+    path = layout.lesson(number_topic, "en", ROOT)
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, resources={"metadata": {"path": str(path.parent)}}).execute()
+    return nb.cells
+
+
+def outputs(cells) -> str:
+    text = []
+    for cell in cells:
+        for out in cell.get("outputs", []):
+            text.append(out.get("text", ""))
+            for kind in ("text/plain", "text/html"):
+                text.append((out.get("data") or {}).get(kind, ""))
+    return "\n".join(text)
+
+
+def table_column(html: str, header: str) -> list[str]:
+    """The cells under ``header`` in every HTML table of ``html`` that has it."""
+    found = []
+    for table in re.findall(r"<table>.*?</table>", html, re.S):
+        heads = re.findall(r"<th>(.*?)</th>", table, re.S)
+        if header in heads:
+            at = heads.index(header)
+            found += [re.findall(r"<td>(.*?)</td>", row, re.S)[at] for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+                      if "<td>" in row]
+    return found
+
+
+def test_lessons_and_exercise_06_on_a_profile_89x_too_low(tmp_path, monkeypatch):
+    """No figure a lesson prints exceeds 100 % of a peak, and exercise 06's check passes an honest live peak."""
+    monkeypatch.setenv("COURSE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COURSE_NO_PROGRESS", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("COURSE_LANG", "en")   # the .en notebooks' language (the kernel cannot see their names here)
+    monkeypatch.chdir(tmp_path)
+    stored = seed_stale_cache()
+    assert json.loads(reference._cache_path("cpu").read_text())["matmul"]["fp32"]["tflops"] == \
+        stored["matmul"]["fp32"]["tflops"]
+
+    text = outputs(run_lesson("03_memory_hierarchy"))   # first: it records the bandwidths the report card compares
+    roof = table_column(text, "of the roof")
+    assert len(roof) == 5 and all(v.endswith("%") and int(v[:-1]) <= 100 for v in roof), roof
+
+    text = outputs(run_lesson("01_devices"))
+    fp32 = [v for d, v in zip(table_column(text, "dtype"), table_column(text, "TFLOP/s")) if d == "fp32"]
+    assert fp32 and float(fp32[0]) > 10 * stored["matmul"]["fp32"]["tflops"]   # not the stale figure
+
+    text = outputs(run_lesson("06_choosing_hardware"))
+    mfu = re.search(r"MFU: (\{.*?\})", text)
+    assert mfu and all(0 < v <= 1 for v in ast.literal_eval(mfu.group(1)).values()), mfu
+    shares = [float(v) for v in table_column(text, "% of peak") if v]
+    assert shares and all(v <= 100 for v in shares), shares
+
+    # exercise 06's task 7: the reference solution and a learner who takes a live peak as lesson cell 30 does
+    import course_answers.m06_choosing_hardware as A
+    from autograder.checks import task
+    from autograder.checks.core import cases_for, collect, score_records
+    from autograder.harness import time_fn
+
+    def live_peak(make_step, device, dims, batch, frozen):
+        seconds = time_fn(make_step(dims, batch, device, frozen), device=device, budget_s=0.3).median_s
+        peak = reference.matmul_tflops("fp32", device, budget_s=0.4)["tflops"]
+        flops = A.step_flops(dims, batch, frozen)
+        return {"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
+                "utilization": flops / seconds / (peak * 1e12)}
+
+    monkeypatch.delenv("COURSE_REFEREE", raising=False)
+    t = task("m06.mfu")
+    for learner in (A.step_utilization, live_peak):
+        [record] = collect(t, learner, cases_for(t, False, 1234), "m06.mfu")
+        parts = score_records(t, [record])
+        assert record["error"] is None and all(p.ok for p in parts[:3]), [p.message.en for p in parts[:3]]
