@@ -36,8 +36,9 @@ LIFETIME_S = 300.0  # gloo's timeout for the measurement's ranks, and (+10 s) th
 FAKE_LIMIT_S = 5.0  # the most a measurement may take on the fake dist's clock
 STUB_LIMIT_S = 0.5  # the same for the quick call (no sizes) that finds an unfinished answer before starting ranks
 MEASURE_SIZES = [1 << 20, 4 << 20]
-FAKE_WEIGHT = 2.0  # a size on the fake dist weighs twice a size on the ranks: its numbers are exact, so the task's
-# rule shows there, and an answer that raises there (no number at all) keeps no more than one that breaks the rule
+FAKE_WEIGHT = 2.0  # a fake-dist case weighs this, a case on the ranks 1 (as the core weighs a case that raised): the
+# fake's numbers are exact, so the task's rule shows there, and an answer that raises there keeps no more than one
+# that breaks the rule
 MEASURE_BUDGET_S = 0.1  # the reference's time budget per size, as the task text suggests to the learner
 SLOWEST = 3.0  # the fake world's slowest rank: its clock reads this many times rank 0's
 SLOW_CLOCK = 0.5  # on the real ranks, the last rank's clock runs at this rate while the learner measures
@@ -1054,7 +1055,7 @@ def _measure_score(case, answer, want) -> list[Part]:
     sizes, n = case["sizes"], case["world_size"]
     course = max((r.get("course_calls") or 0 for r in found if isinstance(r, dict)), default=0)
     if course:
-        return [_part(False, _say("measure_course", calls=course), mistake="course_measurement", weight=len(sizes))]
+        return [_part(False, _say("measure_course", calls=course), mistake="course_measurement")]
     bad = next((r for r in found if not isinstance(r.get("learner"), list) or len(r["learner"]) != len(sizes)
                 or not all(isinstance(v, (int, float)) and v > 0 for v in r["learner"])), None) if found else {}
     if bad is not None:
@@ -1062,16 +1063,17 @@ def _measure_score(case, answer, want) -> list[Part]:
         if bad.get("calls") or bad.get("mismatch"):
             seen = _say("measure_calls", calls=", ".join(map(str, bad["calls"]))) if bad.get("calls") else \
                 _say("measure_mismatch")
-            return [_part(False, seen, mistake="rank_counts", weight=len(sizes))]  # gloo's own words add nothing
-        return [Part(False, _then(text, measure_hint(str(bad.get("learner")))), weight=len(sizes))]
+            return [_part(False, seen, mistake="rank_counts")]  # gloo's own words add nothing
+        return [Part(False, _then(text, measure_hint(str(bad.get("learner")))))]
     parts = []
     for i, size in enumerate(sizes):
         what = _say("measure_what", size=f"{size / 2 ** 20:g}", n=n)
         measured, scored = side_by_side("allreduce", answer, what, lambda r, i=i: r["learner"][i],
                                         lambda ref, i=i: ref["busbw"][i],
-                                        lambda r: _one_call_seconds(sizes, r["learner"], n), "GB/s", weight=1.0)
+                                        lambda r: _one_call_seconds(sizes, r["learner"], n), "GB/s",
+                                        weight=1.0 / len(sizes))
         if not measured:
-            return [Part(False, p.message, weight=len(sizes)) for p in scored]
+            return [Part(False, p.message) for p in scored]
         parts.extend(scored)
     return parts
 
@@ -1079,7 +1081,7 @@ def _measure_score(case, answer, want) -> list[Part]:
 def _measure_fake_score(case, answer, want) -> list[Part]:
     values = answer["values"]
     n_sizes, n = len(case["sizes"]), case["world_size"]
-    weight = FAKE_WEIGHT * n_sizes
+    weight = FAKE_WEIGHT
     if isinstance(values, dict) and "raised" in values:
         text = _say("measure_raised", n=n, error=values["raised"])
         return [Part(False, _then(text, measure_hint(values["raised"])), weight=weight)]
@@ -1096,10 +1098,10 @@ def _measure_fake_score(case, answer, want) -> list[Part]:
         ok = not too_big and 0.75 <= ratio <= 1.3
         text = _say("measure_fake", size=_bytes(size), n=n, expected=f"{expected:.4g}", found=_fmt(value))
         if ok or mistake:
-            parts.append(_part(ok, text, mistake=mistake, weight=FAKE_WEIGHT, setup=f"{case['setup_s']:g}",
+            parts.append(_part(ok, text, mistake=mistake, weight=weight / n_sizes, setup=f"{case['setup_s']:g}",
                                slowest=f"{SLOWEST:g}", largest=_bytes(answer.get("largest_call", 0))))
         else:
-            parts.append(Part(False, _then(text, _ratio_hint_loose(value, expected)), weight=FAKE_WEIGHT))
+            parts.append(Part(False, _then(text, _ratio_hint_loose(value, expected)), weight=weight / n_sizes))
     return parts
 
 
