@@ -1,15 +1,20 @@
 """Do the reference solutions get full marks every time, on a quiet machine and on a loaded one?
 
     .venv/bin/python benchmarks/robustness.py [--runs 5] [--modules 02_gpu_architecture,03_memory_hierarchy]
-                                              [--conditions quiet,loaded] [--workers 1] [--student]
+                                              [--conditions quiet,loaded,oversubscribed] [--workers 1]
+                                              [--student] [--measurement]
 
-Grades every exercise's reference solution (``solutions/NN_*/``) ``--runs`` times with nothing else
-running ("quiet") and ``--runs`` times with a busy process spinning on every core ("loaded": one per
-``os.cpu_count()``, started and killed by this script). Prints, per exercise and condition,
-"reference full marks in K of N runs" and, for each run that lost points, the task and the grader's
-verdict. ``--student`` grades the generated student version instead, which must get 0 points every
-time. Exit status 0 only when every run had the expected result. Grading goes through the class
-pipeline in a scratch course (``autograder.grading.hardware_check``), isolated when bubblewrap works.
+Grades every exercise's reference solution (``solutions/NN_*/``) ``--runs`` times per condition, each
+condition's load started and killed (by pid) by this script: "quiet" (nothing else running), "loaded"
+(a busy process spinning on every core: one per ``os.cpu_count()``), "oversubscribed" (four spinning
+processes per core and one copying arrays four times the last-level cache in a loop: memory bandwidth).
+Prints, per exercise and condition, "reference full marks in K of N runs" and, for each run that lost
+points, the task and the grader's verdict. ``--student`` grades the generated student version instead,
+which must get 0 points every time. ``--measurement`` grades a copy that keeps only the test cells of
+measurement tasks (``hardware_check.measurements_only``; exercises without one are left out) and counts
+per task: "m02.measure [oversubscribed]: 20 of 20". Exit status 0 only when every run had the expected
+result. Grading goes through the class pipeline in a scratch course (``autograder.grading.hardware_check``),
+isolated when bubblewrap works.
 """
 from __future__ import annotations
 
@@ -31,13 +36,17 @@ import signal  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+import nbformat  # noqa: E402
+
 sys.path.insert(0, str(REPO))
 from autograder import hardware  # noqa: E402
 from autograder.grading import sandbox  # noqa: E402
 from autograder.grading.course import use_venv_tools  # noqa: E402
-from autograder.grading.hardware_check import exercise_modules, grade_copies, machine, scratch_course  # noqa: E402
+from autograder.grading.hardware_check import (  # noqa: E402
+    exercise_modules, grade_copies, machine, measurement_tasks, scratch_course)
 
-CONDITIONS = ("quiet", "loaded")
+CONDITIONS = {"quiet": (0, False), "loaded": (1, False), "oversubscribed": (4, True)}  # spinners per core, copier
+COPIES = 4  # the copier's arrays, in last-level caches each
 
 
 def _spin(parent: int) -> None:
@@ -50,18 +59,37 @@ def _spin(parent: int) -> None:
             return
 
 
+def _copy(parent: int, nbytes: int) -> None:
+    """Memory traffic until killed (or orphaned): one array of ``nbytes`` copied into another, again and again."""
+    import numpy as np
+    source = np.ones(nbytes // 8)
+    target = np.empty_like(source)
+    while os.getppid() == parent:
+        np.copyto(target, source)
+
+
+def copy_bytes() -> int:
+    """The copier's array: ``COPIES`` last-level caches, within a sixteenth of the memory available now."""
+    import psutil
+    from autograder.harness import cpu_last_level_cache
+    return min(COPIES * cpu_last_level_cache(), psutil.virtual_memory().available // 16)
+
+
 @contextlib.contextmanager
-def cpu_hog(on: bool):
-    """One spinning process per core while inside (nothing when ``on`` is False); always killed by pid."""
+def cpu_hog(condition: str):
+    """The condition's load while inside (``CONDITIONS``: spinning processes per core, a memory copier);
+    always killed by pid."""
+    per_core, copier = CONDITIONS[condition]
     procs = []
     try:
-        if on:
-            context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                                  else "spawn")
-            for _ in range(os.cpu_count() or 1):
-                proc = context.Process(target=_spin, args=(os.getpid(),), daemon=True)
-                proc.start()
-                procs.append(proc)
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
+                                              else "spawn")
+        targets = [(_spin, (os.getpid(),))] * (per_core * (os.cpu_count() or 1))
+        targets += [(_copy, (os.getpid(), copy_bytes()))] if copier else []
+        for target, args in targets:
+            proc = context.Process(target=target, args=args, daemon=True)
+            proc.start()
+            procs.append(proc)
         yield [p.pid for p in procs]
     finally:
         for proc in procs:
@@ -83,13 +111,50 @@ def _explain(run, student: bool) -> list[str]:
     return lines
 
 
+def measured(module: str) -> list[str]:
+    """The measurement tasks that ``module``'s reference solution checks, in notebook order."""
+    found = []
+    for path in sorted((REPO / "solutions" / module).glob("*.ipynb")):
+        for cell in nbformat.read(str(path), as_version=4).cells:
+            if cell.metadata.get("nbgrader", {}).get("grade"):
+                found += [t for t in measurement_tasks(cell.source) if t not in found]
+    return found
+
+
+def task_runs(runs, task_id: str, student: bool) -> list[bool]:
+    """Per run: did ``task_id`` get what it should (full marks; 0 points for the student version)?"""
+    cells = [[t for t in run.tasks if task_id in t.tasks] for run in runs]
+    return [bool(mine) and all((t.score == 0) if student else t.full for t in mine) for mine in cells]
+
+
+def _explain_task(run, task_id: str, student: bool) -> list[str]:
+    """For a run where ``task_id`` had the wrong result: its cells' points and verdicts, and the run's status."""
+    lines = []
+    for task in run.tasks:
+        if task_id in task.tasks:
+            lines.append(f"      {task.name}: {task.score:g}/{task.max_score:g}")
+            lines += [f"        {line}" for line in (task.verdict or "-").splitlines()]
+    if run.reason or not lines:
+        lines.append(f"      {run.status}: {run.reason or '-'}")
+    return lines
+
+
+def _stop(*_) -> None:
+    """SIGTERM: exit through the hog's ``finally``, which a second SIGTERM must not cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(143)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modules", help="comma-separated, e.g. 02_gpu_architecture (default: every exercise)")
     parser.add_argument("--runs", type=int, default=5, help="gradings per exercise and condition (default 5)")
-    parser.add_argument("--conditions", default="quiet,loaded", help="quiet, loaded or both (default)")
+    parser.add_argument("--conditions", default="quiet,loaded",
+                        help=f"comma-separated, of {', '.join(CONDITIONS)} (default: quiet,loaded)")
     parser.add_argument("--workers", type=int, default=1, help="grading workers (default 1: one run at a time)")
     parser.add_argument("--student", action="store_true", help="grade the student version (must get 0 points)")
+    parser.add_argument("--measurement", action="store_true",
+                        help="only the test cells of measurement tasks; counted per task")
     args = parser.parse_args(argv)
     known = exercise_modules(REPO)
     modules = args.modules.split(",") if args.modules else known
@@ -98,7 +163,7 @@ def main(argv=None) -> int:
     if bad or args.runs < 1:
         parser.error(f"unknown: {', '.join(bad) or '--runs must be >= 1'} (exercises: {', '.join(known)}; "
                      f"conditions: {', '.join(CONDITIONS)})")
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the hog's finally runs
+    signal.signal(signal.SIGTERM, _stop)
     os.environ["COURSE_NO_PROGRESS"] = "1"
     use_venv_tools()
     isolate = sandbox.available() or False
@@ -111,34 +176,51 @@ def main(argv=None) -> int:
     print(f"\nversion: {version}; runs: {args.runs}; conditions: {', '.join(conditions)}; workers: {args.workers}; "
           f"isolated: {isolate}\n", flush=True)
 
-    table: dict[tuple[str, str], tuple[int, float]] = {}
+    tasks = {m: measured(m) for m in modules} if args.measurement else {m: [m] for m in modules}
+    for module in [m for m in modules if not tasks[m]]:
+        print(f"{module}: no measurement task, left out")
+        modules.remove(module)
+    if not modules:
+        parser.error("no exercise left to grade")
+    rows = [row for m in modules for row in tasks[m]]
+    table: dict[tuple[str, str], int] = {}
+    what = "student version: 0 points" if args.student else "reference full marks"
     with tempfile.TemporaryDirectory(prefix="aihw-robust-") as tmp:
-        course = scratch_course(Path(tmp), modules)
+        course = scratch_course(Path(tmp), modules, measurements=args.measurement)
         for module in modules:
             for condition in conditions:
                 began = time.perf_counter()
-                with cpu_hog(condition == "loaded"):
+                with cpu_hog(condition):
                     runs = grade_copies(course, module, args.runs, version, args.workers, isolate, out=io.StringIO())
                 seconds = time.perf_counter() - began
-                good = [r for r in runs if (r.score == 0 if args.student else r.full)]
-                table[module, condition] = (len(good), seconds)
-                what = "student version: 0 points" if args.student else "reference full marks"
-                print(f"{module} [{condition}]: {what} in {len(good)} of {len(runs)} runs ({seconds:.0f} s)")
-                for i, run in enumerate(runs, 1):
-                    if run not in good:
-                        print(f"  run {i}: {run.score:g}/{run.max_score:g}")
-                        print("\n".join(_explain(run, args.student)))
+                took = f"({seconds:.0f} s, {seconds / len(runs):.0f} s a run)"
+                if not args.measurement:
+                    good = [(r.score == 0 if args.student else r.full) for r in runs]
+                    table[module, condition] = sum(good)
+                    print(f"{module} [{condition}]: {what} in {sum(good)} of {len(runs)} runs {took}")
+                    for i, (run, ok) in enumerate(zip(runs, good), 1):
+                        if not ok:
+                            print(f"  run {i}: {run.score:g}/{run.max_score:g}")
+                            print("\n".join(_explain(run, args.student)))
+                for task_id in tasks[module] if args.measurement else ():
+                    good = task_runs(runs, task_id, args.student)
+                    table[task_id, condition] = sum(good)
+                    print(f"{task_id} [{condition}]: {sum(good)} of {len(runs)} {took}")
+                    for i, (run, ok) in enumerate(zip(runs, good), 1):
+                        if not ok:
+                            print(f"  run {i}:")
+                            print("\n".join(_explain_task(run, task_id, args.student)))
                 sys.stdout.flush()
 
-    print("\nsummary (" + ("0 points" if args.student else "full marks") + f" in K of {args.runs} runs)")
-    width = max(len(m) for m in modules)
-    print(f"| {'exercise':<{width}} | " + " | ".join(f"{c:>10}" for c in conditions) + " |")
-    print(f"|{'-' * (width + 2)}|" + "|".join("-" * 12 for _ in conditions) + "|")
-    for module in modules:
-        cells = [f"{table[module, c][0]}/{args.runs}" + ("" if table[module, c][0] == args.runs else " ✗")
-                 for c in conditions]
-        print(f"| {module:<{width}} | " + " | ".join(f"{c:>10}" for c in cells) + " |")
-    ok = all(k == args.runs for k, _ in table.values())
+    print(f"\nsummary ({what} in K of {args.runs} runs)")
+    width = max([len(r) for r in rows] + [8])
+    print(f"| {'task' if args.measurement else 'exercise':<{width}} | " + " | ".join(f"{c:>14}" for c in conditions)
+          + " |")
+    print(f"|{'-' * (width + 2)}|" + "|".join("-" * 16 for _ in conditions) + "|")
+    for row in rows:
+        cells = [f"{table[row, c]}/{args.runs}" + ("" if table[row, c] == args.runs else " ✗") for c in conditions]
+        print(f"| {row:<{width}} | " + " | ".join(f"{c:>14}" for c in cells) + " |")
+    ok = all(k == args.runs for k in table.values())
     print("\nall runs as expected" if ok else "\nSOME RUNS NOT AS EXPECTED")
     return 0 if ok else 1
 

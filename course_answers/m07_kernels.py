@@ -496,6 +496,23 @@ def _scan_serial(out, x, n):
 
 
 @cuda.jit
+def _scan_inclusive_minus_x(out, x, n):
+    buf = cuda.shared.array(SCAN_TPB, numba.float32)
+    t = cuda.threadIdx.x
+    buf[t] = x[t] if t < n else 0
+    cuda.syncthreads()
+    offset = 1
+    while offset < SCAN_TPB:
+        v = buf[t - offset] if t >= offset else 0
+        cuda.syncthreads()
+        buf[t] += v
+        cuda.syncthreads()
+        offset *= 2
+    if t < n:
+        out[t] = buf[t] - x[t]      # the inclusive scan minus x[t], read from global memory a second time
+
+
+@cuda.jit
 def _matmul_naive(c, a, b, m, n, k):
     col, row = cuda.grid(2)
     if row < m and col < n:
@@ -623,7 +640,7 @@ MISTAKES = {
     "dot": {"missing_sync": _dot_no_sync, "early_return": _dot_early_return, "non_atomic": _dot_plain_add,
             "atomic_per_thread": _dot_atomic_each, "serial_reduction": _dot_serial},
     "scan": {"in_place_race": _scan_one_barrier, "early_return": _scan_early_return, "rereads": _scan_each_prefix,
-             "inclusive": _scan_inclusive, "serial_scan": _scan_serial},
+             "inclusive": _scan_inclusive, "serial_scan": _scan_serial, "x_twice": _scan_inclusive_minus_x},
     "matmul": {"naive": _matmul_naive, "missing_sync": _matmul_one_barrier, "early_return": _matmul_early_return,
                "uncoalesced_b": _matmul_column_loads, "no_boundary": _matmul_no_boundary},
     "softmax": {"no_max": _softmax_no_max, "other_zero": _softmax_other_zero, "no_mask": _softmax_no_mask},

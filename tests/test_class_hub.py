@@ -1,7 +1,8 @@
 """A class on JupyterHub, end to end with real processes, and the first open of a fresh clone.
 
 * First open: JupyterLab's server (``jupyter server``) on a fresh clone answers the endpoints the
-  Formgrader and the Assignments panel call with an empty gradebook and an empty list.
+  Formgrader and the Assignments panel call with an empty gradebook and an empty list (a submission another
+  clone on the machine recorded in the user's Jupyter data folder is not this clone's).
 * Lessons: a lesson opened and saved the way JupyterLab saves it, then updated with nbgitpuller
   (what learners use), keeps the learner's work and takes the course's changes.
 * The class: deploy/jupyterhub/jupyterhub_config.py, unchanged, runs a real JupyterHub (with
@@ -65,6 +66,13 @@ def clone():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_EXCHANGE", "COURSE_GRADEBOOK", "JUPYTER"))}
     env["PATH"] = "/usr/bin:/bin"  # as a desktop launcher starts it: the environment's bin/ is not on PATH
     env["JUPYTER_CONFIG_PATH"] = str(learner / "autograder" / "data" / "jupyter")  # as `autograder start` sets it
+    # The user's Jupyter data folder, where nbgrader keeps its record of submissions by default: another clone on
+    # this machine submitted from there. This clone keeps its own record and must not list that submission.
+    env["JUPYTER_DATA_DIR"] = str(tmp / "jupyter-data")
+    other = tmp / "jupyter-data" / "nbgrader_cache" / "ai-hardware" / "learner+01_devices+2026-11-20 10:00:00.000000 UTC"
+    other.mkdir(parents=True)
+    shutil.copy2(learner / "exercises" / "01_devices" / "01_devices_exercise.ipynb", other)
+    (other / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(Path(sys.executable).parent / "jupyter"), "server", "--no-browser",
                                  "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",

@@ -1,8 +1,11 @@
 """The instructor's commands end to end on the demo exercise: generate, submit, collect, grade, feedback, export."""
 import csv
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 
 import nbformat
@@ -151,7 +154,6 @@ def test_submit_asks_for_the_student_id(course, tmp_path, capsys, monkeypatch):
 def test_ctrl_c_stops_the_batch_in_one_line_and_leaves_no_process(tmp_path):
     """An instructor's Ctrl-C: one bilingual line (how many were graded, that a rerun goes on), no traceback, and
     every process the grader started (workers in their own sessions, kernels) is gone with it."""
-    import os
     import signal
     import time
 
@@ -161,10 +163,13 @@ def test_ctrl_c_stops_the_batch_in_one_line_and_leaves_no_process(tmp_path):
     slow = {"cells": {"add_solution": "import time\ntime.sleep(120)\ndef add(a, b):\n    return a + b"}}
     for student in ("s1", "s2", "s3"):
         build(course, student, slow)
-    before = set(_kernels_anywhere())
+    # The grader's run folders (in each kernel's and sandbox's command line) go in a folder of this test only:
+    # a kernel another test or developer starts from the same environment meanwhile is not this grader's.
+    scratch = tempfile.mkdtemp(prefix="aihw-ctrlc-")  # short: the referee's Unix socket path has ~100 bytes
+    env = {**os.environ, "TMPDIR": scratch}
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "instructor", "grade", ASSIGNMENT, "--root",
                              str(course.root), "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, env=env)
     grader = psutil.Process(proc.pid)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not _kernels(grader):
@@ -179,16 +184,19 @@ def test_ctrl_c_stops_the_batch_in_one_line_and_leaves_no_process(tmp_path):
     assert not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], \
         "processes of the grader outlived it"
     time.sleep(1)  # a kernel launched as the workers were stopped: its sandbox must be gone too
-    assert not set(_kernels_anywhere()) - before, "a kernel (or its sandbox) of the grader outlived it"
+    try:
+        assert not _kernels_anywhere(scratch), "a kernel (or its sandbox) of the grader outlived it"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _kernels_anywhere() -> list[int]:
-    """Every process on the machine that is a kernel of this environment, or the sandbox around one."""
+def _kernels_anywhere(scratch: str) -> list[int]:
+    """Every process on the machine that is a kernel, or the sandbox around one, with its run folder in ``scratch``."""
     import psutil
     found = []
     for process in psutil.process_iter(["cmdline"]):
         line = " ".join(process.info["cmdline"] or [])
-        if sys.prefix in line and "ipykernel" in line:
+        if scratch in line and "ipykernel" in line:
             found.append(process.pid)
     return found
 

@@ -15,18 +15,10 @@ from autograder.cli import main
 from autograder.grading import batch, kernel, preprocessors, sandbox
 from autograder.grading.worker import Outcome
 from fixtures.grading_course import ASSIGNMENT, build, corpus, demo_course
-from fixtures.servers import unavailable
+from fixtures.servers import needs_bwrap
 
 STUDENTS = ["ref", "exit1", "exit2", "exit3"]
 FD2 = "aihw-test: written on the kernel's stderr"
-
-
-def needs_bwrap():
-    if os.environ.get("COURSE_NO_SANDBOX", "") not in ("", "0"):
-        pytest.skip("COURSE_NO_SANDBOX=1: grading without the sandbox, on purpose")
-    if not sandbox.available():
-        unavailable("the sandbox preflight tests", "bubblewrap is not usable here (Debian/Ubuntu: apt-get install "
-                                                   "bubblewrap)")
 
 
 def sandbox_flag() -> str:
@@ -165,7 +157,7 @@ def test_bwrap_missing_from_the_kernels_path_is_found_on_the_instructors(course,
                                                                           capsys, fresh_resolution):
     """bwrap on the instructor's PATH, outside the folders of the kernel's own PATH: the launcher starts it by the
     path the probe found."""
-    needs_bwrap()
+    needs_bwrap("the sandbox preflight tests")
     real = shutil.which("bwrap")
     folder = tmp_path / "opt-bwrap"
     folder.mkdir()
@@ -187,7 +179,7 @@ def test_bwrap_missing_from_the_kernels_path_is_found_on_the_instructors(course,
 def test_a_sandbox_launched_by_name_where_the_kernels_path_lacks_it_stops_before_grading(
         course, graded, monkeypatch, capsys):
     """The issue's failure, reproduced: the launcher asks the kernel's PATH for ``bwrap`` and it is not there."""
-    needs_bwrap()
+    needs_bwrap("the sandbox preflight tests")
     before = state(course)
     monkeypatch.setattr(sandbox, "binary", lambda: "bwrap")
     env = preprocessors.kernel_env
@@ -202,7 +194,7 @@ def test_a_sandbox_launched_by_name_where_the_kernels_path_lacks_it_stops_before
 
 
 def test_a_sandbox_that_fails_to_start_stops_before_grading(course, graded, tmp_path, monkeypatch, capsys):
-    needs_bwrap()
+    needs_bwrap("the sandbox preflight tests")
     before = state(course)
     fake = script(tmp_path / "bwrap", 'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
     monkeypatch.setattr(sandbox, "binary", lambda: str(fake))
@@ -215,7 +207,7 @@ def test_a_sandbox_that_fails_to_start_stops_before_grading(course, graded, tmp_
 
 def test_a_sandbox_that_breaks_during_the_batch_stops_it(course, graded, tmp_path, monkeypatch, capsys):
     """The preflight's kernel starts; then every kernel fails to: the batch stops at the third, nothing merged."""
-    needs_bwrap()
+    needs_bwrap("the sandbox preflight tests")
     before = state(course)
     count = tmp_path / "count"
     fake = script(tmp_path / "bwrap", f'n=$(cat "{count}" 2>/dev/null || echo 0); echo $((n + 1)) > "{count}"\n'

@@ -15,9 +15,15 @@ from autograder.grading import sandbox
 from autograder.grading.course import REPO
 from autograder.grading.kernel import kernel_env
 from autograder.grading.watchdog import Watchdog
+from fixtures import servers
 
-needs_bwrap = pytest.mark.skipif(not sandbox.available(),
-                                 reason="bubblewrap is not usable here (Debian/Ubuntu: apt-get install bubblewrap)")
+
+@pytest.fixture
+def bwrap():
+    servers.needs_bwrap("the sandbox tests")
+
+
+needs_bwrap = pytest.mark.usefixtures("bwrap")
 needs_cgroups = pytest.mark.skipif(not sandbox.cgroups_usable(),
                                    reason="needs root and writable cgroup v1 memory and pids hierarchies")
 

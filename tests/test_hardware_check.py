@@ -2,11 +2,12 @@
 when a reference loses points. Uses the demo exercise (no timing), not the course's six exercises."""
 import json
 
+import nbformat
 import pytest
 
 from autograder import cli
 from autograder.grading import sandbox
-from autograder.grading.hardware_check import Run, TaskResult, report
+from autograder.grading.hardware_check import Run, TaskResult, measurements_only, report, scratch_course
 
 from fixtures.grading_course import HERE
 
@@ -58,3 +59,44 @@ def test_report_shows_a_run_that_failed_without_a_cell_to_blame():
             Run("00_demo", "reference-2", 0.0, 2.0, "error", "kernel died", ())]
     text, lost = report({"00_demo": runs})
     assert lost == 1 and "run 2: error: kernel died" in text
+
+
+def _cell(source: str, grade_id: str = "", **nbgrader):
+    cell = nbformat.v4.new_code_cell(source)
+    if grade_id:
+        cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": False, "task": False,
+                                     "grade_id": grade_id, "schema_version": 3, **nbgrader}
+    return cell
+
+
+def _exercise() -> nbformat.NotebookNode:
+    """A small exercise: a measurement task (m00.count) among two others, a learner's experiment between them."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# demo"),
+                _cell("from autograder.checks import check", "setup", locked=True),
+                _cell("def add(a, b):\n    return a + b", "add_solution", solution=True),
+                _cell('check("m00.add", add, points=1)', "add_test", grade=True, locked=True, points=1),
+                _cell("print(add(1, 2))"),
+                _cell("def count_positive(xs):\n    return sum(x > 0 for x in xs)", "count_solution", solution=True),
+                _cell('check("m00.count", count_positive, points=2)', "count_test", grade=True, locked=True, points=2),
+                _cell("def stats(xs):\n    return {}", "stats_solution", solution=True),
+                _cell('check("m00.stats", stats, points=2)', "stats_test", grade=True, locked=True, points=2)]
+    return nb
+
+
+def test_measurements_only_keeps_the_measurement_checks_and_what_they_need():
+    kept = measurements_only(_exercise())
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id", c.cell_type) for c in kept.cells]
+    assert ids == ["markdown", "setup", "add_solution", "count_solution", "count_test", "stats_solution"]
+    assert len(_exercise().cells) == 9  # a copy: the notebook given is left as it was
+
+
+def test_scratch_course_with_measurements_grades_only_them(tmp_path):
+    (tmp_path / "solutions" / "00_demo").mkdir(parents=True)
+    nbformat.write(_exercise(), str(tmp_path / "solutions" / "00_demo" / "demo.ipynb"))
+    course = scratch_course(tmp_path / "course", ["00_demo"], tmp_path / "solutions", measurements=True)
+    graded = [c.metadata["nbgrader"]["grade_id"] for c in
+              nbformat.read(str(course.folder("source", "00_demo", "demo.ipynb")), as_version=4).cells
+              if c.metadata.get("nbgrader", {}).get("grade")]
+    assert graded == ["count_test"]
+    assert (tmp_path / "solutions" / "00_demo" / "demo.ipynb").read_text(encoding="utf-8").count("check(") == 3

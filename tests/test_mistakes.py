@@ -16,7 +16,7 @@ import pytest
 
 from autograder import modules
 from autograder.checks import task
-from autograder.checks.core import CENTRAL, Recorded, canonical, cases_for, collect, fraction, score_records
+from autograder.checks.core import CENTRAL, Recorded, _central, canonical, cases_for, collect, fraction, score_records
 from autograder.checks.expected import answers, want
 from autograder.grading.course import REPO
 from autograder.grading.design import CHECK_CALL
@@ -64,7 +64,7 @@ def parts_for(task_id: str, wrong, hidden: bool = False) -> list:
     if isinstance(wrong, Recorded):
         case = canonical(list(t.visible()))[wrong.case]
         scored = t.score(case, canonical(wrong.answer), want(task_id, case))
-        return scored if isinstance(scored, list) else [scored]
+        return _central(t, scored if isinstance(scored, list) else [scored])  # as score_records does
     assert not t.measurement, f"{task_id}: a measurement task's wrong answers are Recorded (no run may depend on load)"
     return score_records(t, collect(t, wrong, cases_for(t, hidden, 0), task_id))
 

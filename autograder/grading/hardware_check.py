@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.api import Gradebook
 
+from ..checks import task
 from ..i18n import msg
 from . import export, records
 from .batch import grade_class
@@ -30,13 +31,36 @@ def exercise_modules(root: Path = REPO) -> list[str]:
     return sorted(p.name for p in (Path(root) / "solutions").glob("[0-9][0-9]_*") if any(p.glob("*.ipynb")))
 
 
-def scratch_course(root: Path, modules: list[str], solutions: Path = REPO / "solutions") -> Course:
-    """A course in ``root`` (empty or new) with ``modules`` copied from ``solutions`` and their student
-    versions generated (its gradebook is ``root/.nbgrader/gradebook.db``, never the real course's)."""
+def measurement_tasks(source: str) -> list[str]:
+    """The measurement tasks (``Task.measurement``) that a test cell's check calls name."""
+    return [call.task for call in records.calls(source) if task(call.task).measurement]
+
+
+def measurements_only(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """``notebook`` without the graded cells of other tasks than measurements and without the code cells a
+    learner runs for themself (neither solution nor locked: nothing graded reads them); text, setup, given code
+    and every solution stay."""
+    def keep(cell) -> bool:
+        grading = cell.metadata.get("nbgrader", {})
+        if grading.get("grade"):
+            return bool(measurement_tasks(cell.source))
+        return cell.cell_type != "code" or bool(grading.get("solution") or grading.get("locked"))
+    kept = nbformat.from_dict(notebook)
+    kept.cells = [cell for cell in kept.cells if keep(cell)]
+    return kept
+
+
+def scratch_course(root: Path, modules: list[str], solutions: Path = REPO / "solutions",
+                   measurements: bool = False) -> Course:
+    """A course in ``root`` (empty or new) with ``modules`` copied from ``solutions`` (with ``measurements``,
+    each notebook :func:`measurements_only`) and their student versions generated (its gradebook is
+    ``root/.nbgrader/gradebook.db``, never the real course's)."""
     root = Path(root)
     for module in modules:
         shutil.copytree(Path(solutions) / module, root / "solutions" / module,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        for path in (root / "solutions" / module).glob("*.ipynb") if measurements else ():
+            nbformat.write(measurements_only(nbformat.read(str(path), as_version=4)), str(path))
     course = Course(root)
     for module in modules:
         generate(course, module)

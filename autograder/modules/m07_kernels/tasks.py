@@ -102,6 +102,7 @@ def report(record: traffic.Trace, outputs: dict, needed: dict | None = None) -> 
     return {
         "error": record.error,
         "oob": [[name, list(index), kind] for name, index, kind, *_ in record.oob[:3]],
+        "oob_at": [_grid_index(block, record.block, thread) for *_, block, thread in record.oob[:3]],
         "reads": dict(record.reads), "writes": dict(record.writes), "atomics": dict(record.atomics),
         "shared": [record.shared_reads, record.shared_writes],
         "shared_most": _busiest(record.shared_most),
@@ -119,6 +120,11 @@ def report(record: traffic.Trace, outputs: dict, needed: dict | None = None) -> 
                      for name in outputs if name in record.unstored},
         "unread": unread,
     }
+
+
+def _grid_index(block, dims, thread) -> list:
+    """The thread's index in the whole grid per dimension, as ``cuda.grid`` gives it (x first)."""
+    return [b * d + t for b, d, t in zip(block, dims, thread)]
 
 
 def _busiest(most: tuple | None) -> list | None:
@@ -154,15 +160,12 @@ def _crashed(answer: dict) -> Part | None:
     return None
 
 
-def _oob_part(case_text: str, answer: dict, edge: int | None = None, name_edge: str = "", name_other: str = "",
-              label: Message | None = None) -> Part:
-    """No access out of bounds; an access exactly one past the end names ``name_edge``, others ``name_other``."""
+def _oob_part(case_text: str, answer: dict, mistake: str | None = None, label: Message | None = None) -> Part:
+    """No access out of bounds; one names ``mistake`` (the task's predicate on the accesses found it), else none."""
     oob = answer.get("oob") or []
     if not oob:
         return Part(True, _m("no_oob"), label=label)
     name, index, kind = oob[0]
-    at_edge = edge is not None and all(o[1][0] == edge for o in oob)
-    mistake = (name_edge if at_edge else name_other) or None
     key = f"mistake.{mistake}" if mistake else "oob"
     return Part(False, _m(key, case=case_text, array=name, index=index, kind=_kind(kind)), mistake=mistake, label=label)
 
@@ -312,7 +315,7 @@ def _guard_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:   # a kernel that raised earns nothing for the case, as a blank one does
         return _gate([part_b, crashed], [crashed])
-    part_g = _oob_part(text, answer, edge=n, name_edge="off_by_one_guard", name_other="no_guard", label=label_g)
+    part_g = _oob_part(text, answer, _guard_oob(answer, n), label=label_g)
     never, most = _coverage(answer, "out")
     if answer.get("oob"):
         part_v = Part(False, _m("values_unknown", case=text), label=label_v)
@@ -323,6 +326,16 @@ def _guard_score(case, answer, want) -> list[Part]:
         part_v = _values_part(text, answer, want, label=label_v)
     work = _work_part(text, answer, reads=1, writes=1)
     return _gate([part_b, part_g, part_v, work], [work])
+
+
+def _guard_oob(answer: dict, n: int) -> str | None:
+    """The guard's mistake the accesses out of bounds show: ``off_by_one_guard`` where every one is thread ``i = n``
+    at index ``n`` (``i <= n``), ``no_guard`` where every one is a spare thread (``i >= n``) at its own index
+    and some is past ``n``; else None (an index other than the thread's own, such as ``x[i + 1]``, is no guard's)."""
+    pairs = [(at[0], index[0]) for (_, index, _), at in zip(answer.get("oob") or [], answer.get("oob_at") or [])]
+    if not pairs or any(i != index or i < n for i, index in pairs):
+        return None
+    return "off_by_one_guard" if all(i == n for i, _ in pairs) else "no_guard"
 
 
 # ---------------------------------------------------------------- 2. 2D broadcast
@@ -349,23 +362,51 @@ def _broadcast_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
-    parts = []
-    oob = answer.get("oob") or []
-    if oob:
-        name, index, kind = oob[0]
-        beyond_rows = len(index) > 1 and index[0] >= rows
-        mistake = "row_col_swap" if beyond_rows and rows < cols else "guard_one_dim"
-        parts.append(Part(False, _m(f"mistake.{mistake}", case=text, array=name, index=index, kind=_kind(kind))
-                          if mistake == "guard_one_dim" else _m(f"mistake.{mistake}", case=text),
-                          mistake=mistake, label=_label(text, "가드", "guard")))
-        return parts + [Part(False, _m("values_unknown", case=text))]
+    if answer.get("oob"):
+        mistake = _broadcast_oob(answer)
+        name, index, kind = answer["oob"][0]
+        message = (_m("mistake.row_col_swap", case=text) if mistake == "row_col_swap" else
+                   _m(f"mistake.{mistake}" if mistake else "oob", case=text, array=name, index=index, kind=_kind(kind)))
+        return [Part(False, message, mistake=mistake, label=_label(text, "가드", "guard")),
+                Part(False, _m("values_unknown", case=text))]
     never, _ = _coverage(answer, "out")
     if never:
-        return [Part(False, _m("mistake.row_col_swap", case=text),
-                     mistake="row_col_swap", label=_label(text, "모든 원소", "every element"))]
+        swapped = _swapped_coverage(answer, rows, cols)
+        return [Part(False, _m("mistake.row_col_swap", case=text) if swapped else
+                     _m("unwritten", case=text, count=_many(never, "개", "element", "elements")),
+                     mistake="row_col_swap" if swapped else None, label=_label(text, "모든 원소", "every element"))]
     work = _work_part(text, answer, reads=2, writes=1)
     return _gate([Part(True, _m("no_oob"), label=_label(text, "가드", "guard")),
                   _values_part(text, answer, want, label=_label(text, "값", "values")), work], [work])
+
+
+def _broadcast_oob(answer: dict) -> str | None:
+    """The mistake the accesses out of bounds show, from the threads that made them (``cuda.grid(2)`` = (x, y)):
+    ``row_col_swap`` where one took r = x, c = y (``out[x, y]``, ``a[x]`` or ``b[y]``); ``guard_one_dim`` where
+    each took r = y, c = x (the right element, left unguarded); else None."""
+    oob, where = answer.get("oob") or [], answer.get("oob_at") or []
+    if not oob or len(where) != len(oob):
+        return None
+
+    def took(name, index, x, y):
+        return index == {"out": [y, x], "a": [y], "b": [x]}.get(name)
+
+    if any(x != y and took(name, index, y, x) for (name, index, _), (x, y, *_) in zip(oob, where)):
+        return "row_col_swap"
+    return "guard_one_dim" if all(took(name, index, x, y) for (name, index, _), (x, y, *_) in zip(oob, where)) \
+        else None
+
+
+def _swapped_coverage(answer: dict, rows: int, cols: int) -> bool:
+    """Whether the elements nobody wrote are exactly those a guarded kernel with rows and columns swapped leaves
+    out: thread (x, y) writes ``out[x, y]``, so the rows past the grid's x and the columns past its y stay empty."""
+    got = (answer.get("values") or {}).get("out") or []
+    if len(got) != rows * cols:
+        return False
+    grid_x, grid_y = (g * b for g, b in zip(broadcast_grid(rows, cols), BROADCAST_BLOCK))
+    empty = [v is None for v in got]
+    return any(empty) and all(empty[r * cols + c] == (r >= grid_x or c >= grid_y)
+                              for r in range(rows) for c in range(cols))
 
 
 # ---------------------------------------------------------------- 3. a fixed grid: grid-stride loop
@@ -377,7 +418,8 @@ def _stride_answer(kernel, case) -> dict:
     n = case["n"]
     record, (out, *_rest) = device.execute(_kernel(kernel), case["blocks"], case["threads"], _blank(n),
                                            ints(case, "x", n), ints(case, "y", n), n, names=("out", "x", "y", "n"))
-    return report(record, {"out": out}, {"x": n, "y": n})
+    again = np.flatnonzero(record.written["out"].ravel() > 1) if "out" in record.written else np.array([], int)
+    return {**report(record, {"out": out}, {"x": n, "y": n}), "first_again": _first(again, (n,))[1]}
 
 
 def _stride_score(case, answer, want) -> list[Part]:
@@ -390,12 +432,16 @@ def _stride_score(case, answer, want) -> list[Part]:
     label = _label(text, "원소마다 한 번", "each element once")
     if answer.get("oob"):
         once = _oob_part(text, answer, label=label)
-    elif never:
+    elif never and _one_pass(answer, blocks * threads):
         once = Part(False, _m("mistake.no_loop", case=text, count=_many(never, "개", "element", "elements"),
                               grid=blocks * threads), mistake="no_loop", label=label)
-    elif most > 1:
+    elif never:
+        once = Part(False, _m("unwritten", case=text, count=_many(never, "개", "element", "elements")), label=label)
+    elif most > 1 and _block_stride(answer, blocks, threads, most):
         once = Part(False, _m("mistake.stride_block_only", case=text, most=most, grid=blocks * threads),
                     mistake="stride_block_only", label=label)
+    elif most > 1:
+        once = Part(False, _m("written_again", case=text, most=most), label=label)
     else:
         once = Part(True, _m("each_once"), label=label)
     reads = sum((answer.get("reads") or {}).values())
@@ -415,6 +461,19 @@ def _stride_score(case, answer, want) -> list[Part]:
     work = _work_part(text, answer, reads=2 * share, writes=share)
     return _gate([once, traffic_ok, coalesced, _values_part(text, answer, want, label=_label(text, "값", "values")),
                   work], [work])
+
+
+def _block_stride(answer: dict, blocks: int, threads: int, most: int) -> bool:
+    """Whether the elements written more than once are as a loop stepping by one block leaves them: the first is
+    element ``threads`` (block 0's second step meets block 1's first), and none more often than there are blocks."""
+    return answer.get("first_again") == threads and most <= blocks
+
+
+def _one_pass(answer: dict, grid: int) -> bool:
+    """Whether the elements nobody wrote are exactly those past the grid's threads (i >= grid): one element per
+    thread, no loop."""
+    got = (answer.get("values") or {}).get("out") or []
+    return any(v is None for v in got) and all((v is None) == (i >= grid) for i, v in enumerate(got))
 
 
 # ---------------------------------------------------------------- 4. shared-memory stencil (window of 3)
@@ -486,11 +545,12 @@ def _dot_score(case, answer, want) -> list[Part]:
     sync = _race_part(text, answer, "shared", "missing_sync", label=_label(text, "동기화", "barrier"))
     update = _race_part(text, answer, "global", "non_atomic", label=_label(text, "out[0] 갱신", "out[0] update"))
     atomics = (answer.get("atomics") or {}).get("out", 0)
-    per_block = Part(atomics <= blocks, _m("mistake.atomic_per_thread" if atomics > blocks else "atomics_within",
-                                           case=text, found=_many(atomics, "번", "atomic add", "atomic adds"),
+    # over one per block: ``atomic_per_thread`` where there is one for every element (no block reduction at all)
+    mistake = "atomic_per_thread" if atomics > blocks and atomics >= n else None
+    key = "atomics_within" if atomics <= blocks else f"mistake.{mistake}" if mistake else "atomics_over"
+    per_block = Part(atomics <= blocks, _m(key, case=text, found=_many(atomics, "번", "atomic add", "atomic adds"),
                                            blocks=_many(blocks, "개", "block", "blocks")),
-                     mistake="atomic_per_thread" if atomics > blocks else None,
-                     label=_label(text, "블록당 원자적 덧셈 하나", "one atomic per block"))
+                     mistake=mistake, label=_label(text, "블록당 원자적 덧셈 하나", "one atomic per block"))
     reads = answer.get("reads") or {}
     ok_reads = reads.get("a", 0) == n and reads.get("b", 0) == n
     tree = _tree_part(text, answer, DOT_TPB, "serial_reduction", _label(text, "트리 리덕션", "tree reduction"))
@@ -521,10 +581,7 @@ def _scan_score(case, answer, want) -> list[Part]:
     if crashed:
         return [crashed]
     sync = _race_part(text, answer, "shared", "in_place_race", label=_label(text, "동기화", "barriers"))
-    reads = (answer.get("reads") or {}).get("x", 0)
-    budget_part = Part(reads <= n, _m("reads_within" if reads <= n else "mistake.rereads", case=text, found=reads,
-                                      budget=n, naive=n * (n - 1) // 2), mistake=None if reads <= n else "rereads",
-                       label=_label(text, "전역 읽기", "global reads"))
+    budget_part = _scan_reads(text, answer, n)
     tree = _tree_part(text, answer, SCAN_TPB, "serial_scan", _label(text, "두 배씩 건너뛰기", "doubling steps"))
     parts = [_oob_part(text, answer, label=_label(text, "범위", "bounds")), sync, budget_part, tree]
     got = (answer.get("values") or {}).get("out") or []
@@ -536,6 +593,21 @@ def _scan_score(case, answer, want) -> list[Part]:
         parts.append(_values_part(text, answer, {"out": want["out"]}, label=_label(text, "값", "values")))
     work = _work_part(text, answer, reads=1, writes=1)
     return _gate(parts + [work], [sync, budget_part, work])
+
+
+def _scan_reads(text: str, answer: dict, n: int) -> Part:
+    """At most ``n`` global reads of x. Over it: ``rereads`` where a thread read more than two elements of x (each
+    thread adds up its own prefix from global memory); ``x_twice`` where no thread read more than two and x was
+    read at most twice over (x read again, as an inclusive scan minus x[i] that loads x[i] a second time);
+    otherwise the count alone."""
+    reads = (answer.get("reads") or {}).get("x", 0)
+    most = (answer.get("most_reads") or [0])[0]
+    values = dict(case=text, found=reads, budget=n, naive=n * (n - 1) // 2, most=most)
+    label = _label(text, "전역 읽기", "global reads")
+    if reads <= n:
+        return Part(True, _m("reads_within", **values), label=label)
+    mistake = "rereads" if most > 2 else "x_twice" if reads <= 2 * n else None
+    return Part(False, _m(f"mistake.{mistake}" if mistake else "reads_over", **values), mistake=mistake, label=label)
 
 
 # ---------------------------------------------------------------- 7. tiled C = A Bᵀ
@@ -562,6 +634,9 @@ def _matmul_score(case, answer, want) -> list[Part]:
     crashed = _crashed(answer)
     if crashed:
         return [crashed]
+    if answer.get("oob"):   # the launch stopped there: its counts are of a part of it, and its values unknown
+        return [_oob_part(text, answer, _matmul_oob(answer, m, n, k), label=_label(text, "범위", "bounds")),
+                Part(False, _m("values_unknown", case=text))]
     sync = _race_part(text, answer, "shared", "missing_sync", label=_label(text, "동기화", "barriers"))
     reads, budget = answer.get("reads") or {}, matmul_budget(m, n, k)
     over = {x: reads.get(x, 0) for x in ("a", "b") if reads.get(x, 0) > budget[x]}
@@ -569,22 +644,40 @@ def _matmul_score(case, answer, want) -> list[Part]:
                                     b=reads.get("b", 0), budget_a=budget["a"], budget_b=budget["b"],
                                     naive=m * n * k, tile=TILE), mistake="naive" if over else None, weight=2,
                        label=_label(text, "전역 읽기 예산", "global-read budget"))
-    sectors = answer.get("sectors") or {}
-    worst = max((sectors.get(x) or 0.0) for x in ("a", "b"))
-    bad = "b" if (sectors.get("b") or 0) > SECTORS_MAX else "a"
-    parts = [_oob_part(text, answer, name_other="no_boundary", label=_label(text, "범위", "bounds")), sync,
-             budget_part,
-             Part(worst <= SECTORS_MAX, _m("mistake.uncoalesced_b" if worst > SECTORS_MAX else "coalesced",
-                                           case=text, array=bad, found=worst, most=SECTORS_MAX),
-                  mistake="uncoalesced_b" if worst > SECTORS_MAX else None,
-                  label=_label(text, "합병 접근", "coalescing"))]
-    if answer.get("oob"):
-        parts.append(Part(False, _m("values_unknown", case=text)))
-    else:
-        parts.append(_values_part(text, answer, want, label=_label(text, "값", "values")))
+    parts = [Part(True, _m("no_oob"), label=_label(text, "범위", "bounds")), sync, budget_part,
+             _matmul_coalescing(text, answer, tiled=not over),
+             _values_part(text, answer, want, label=_label(text, "값", "values"))]
     steps = cdiv(k, TILE)   # per tile step a thread loads one element of A and one of B, and reads 2·TILE shared
     work = _work_part(text, answer, reads=2 * steps, writes=1, shared=2 * TILE * steps)
     return _gate(parts + [work], [sync, budget_part, work])
+
+
+def _matmul_oob(answer: dict, m: int, n: int, k: int) -> str | None:
+    """``no_boundary`` where every access out of bounds stays within the arrays' sizes rounded up to whole tiles
+    (a tile loaded or written past an edge without a check), else None."""
+    padded = {name: [cdiv(d, TILE) * TILE for d in dims] for name, dims in (("a", (m, k)), ("b", (n, k)),
+                                                                             ("c", (m, n)))}
+    oob = answer.get("oob") or []
+    inside = all(name in padded and len(index) == 2 and all(isinstance(i, int) and 0 <= i < p
+                                                             for i, p in zip(index, padded[name]))
+                 for name, index, _ in oob)
+    return "no_boundary" if oob and inside else None
+
+
+def _matmul_coalescing(text: str, answer: dict, tiled: bool) -> Part:
+    """Tile loads at most :data:`SECTORS_MAX` sectors per warp request. ``uncoalesced_b`` where a kernel within the
+    read budget (it tiles) loads B across rows; another array, or a kernel that does not tile, is told the count."""
+    sectors = answer.get("sectors") or {}
+    worst = max((sectors.get(x) or 0.0) for x in ("a", "b"))
+    label = _label(text, "합병 접근", "coalescing")
+    if worst <= SECTORS_MAX:
+        return Part(True, _m("coalesced", case=text, found=worst, most=SECTORS_MAX), label=label)
+    array = "b" if (sectors.get("b") or 0) > SECTORS_MAX else "a"
+    if tiled and array == "b":
+        return Part(False, _m("mistake.uncoalesced_b", case=text, array=array, found=worst, most=SECTORS_MAX),
+                    mistake="uncoalesced_b", label=label)
+    return Part(False, _m("uncoalesced", case=text, array=array, found=sectors[array], most=SECTORS_MAX),
+                label=label)
 
 
 # ---------------------------------------------------------------- 8. Triton: softmax of each row
@@ -600,6 +693,12 @@ def softmax_inputs(case: dict) -> np.ndarray:
 def block_for(cols: int) -> int:
     """The power of two at or above ``cols`` (a Triton block's length must be a power of two)."""
     return 1 << max(0, (cols - 1).bit_length())
+
+
+def _overflows(case: dict) -> bool:
+    """Whether exp of some input leaves the float32 range (x > 88.7): only then can inf or NaN in y come from a
+    softmax that does not subtract the row's maximum (``no_max``)."""
+    return bool(softmax_inputs(case).max() > math.log(np.finfo(np.float32).max))
 
 
 def triton_kernel(kernel: Any) -> bool:
@@ -674,7 +773,7 @@ def _softmax_score(case, answer, want) -> list[Part]:
                                  stores=stores.get("y", 0)),
                           label=_label(text, "한 번 읽고 한 번 쓰기", "read once, write once")))
     got = (answer.get("values") or {}).get("y") or []
-    if any(v is None for v in got):
+    if any(v is None for v in got) and _overflows(case):
         parts.append(Part(False, _m("mistake.no_max", case=text), mistake="no_max",
                           label=_label(text, "값", "values")))
         return parts
@@ -694,6 +793,8 @@ SIM_LINK_SHARE = 20                  # the virtual host link is this many times 
 SIM_TOLERANCE = 0.01                 # on the virtual clock a right answer is exact to far better than 1%
 SIM_ROUND_FLOOR_S = 0.01             # a round on the simulator traces a copy launch: it takes longer than this
 GIB_RATIO = 1e9 / 2**30              # GiB/s reported instead of GB/s
+SIM_WEIGHT = 4                       # the number measured, beside the copy kernel's values and traffic (1 each):
+                                     # the measurement is the task's point, so a wrong one keeps a third
 
 
 def _times(ratio: float, versus: str) -> Message:
@@ -824,20 +925,20 @@ def _copy_virtual(case, answer, rounds) -> tuple[bool, list[Part]]:
     why = referee.unmeasured(answer, lambda r: SIM_ROUND_FLOOR_S)
     if why:   # a round that returned sooner than a traced launch takes did not run the copy: worth nothing
         key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
-        return False, [Part(False, msg(key, what=what, why=why), 2)]
+        return False, [Part(False, msg(key, what=what, why=why), SIM_WEIGHT)]
     middle = sorted(rounds, key=lambda r: r["gbs"])[(len(rounds) - 1) // 2]
     found, facts = middle["gbs"], middle.get("virtual") or {}
     values = dict(n=n, bytes=f"{8 * n:,}", ms=f"{8 * n / (right * 1e9) * 1e3:.1f}", right=f"{right:.3g}",
                   found=f"{found:.3g}", ratio=_times(found / right, "right"))
     label = _label(Message("가상 시계", "virtual clock"), "잰 값", "measured value")
     if facts.get("launches") and abs(found / right - 1) <= SIM_TOLERANCE:
-        return True, [Part(True, _m("copy_sim_right", **values), 2, measured=True, label=label)]
+        return True, [Part(True, _m("copy_sim_right", **values), SIM_WEIGHT, measured=True, label=label)]
     key, mistake = _virtual_mistake(n, found, right, facts)
     text = _m(key, **values, moved=f"{facts.get('moved', 0):,}", launches=facts.get("launches", 0),
               transfers=facts.get("transfers", 0), compile_s=clock.COMPILE_S)
     if mistake == "no_synchronize" and found < right:   # launches return at once: only a compile makes it slow
         text = text + _m("copy_sim_compiled_too", compile_s=clock.COMPILE_S)
-    return True, [Part(False, text + _m("copy_sim_found", **values), 2, mistake=mistake, label=label)]
+    return True, [Part(False, text + _m("copy_sim_found", **values), SIM_WEIGHT, mistake=mistake, label=label)]
 
 
 def _virtual_mistake(n: int, found: float, right: float, facts: dict) -> tuple[str, str | None]:
@@ -902,31 +1003,44 @@ def _copy_on_gpu(case, answer, rounds) -> tuple[bool, list[Part]]:
 TASKS = {
     "guard": Task(title=_m("title.guard"), answer=_guard_answer, score=_guard_score, visible=_guard_visible,
                   given=written, hint=_hint, kind="recall", level="warm-up",
-                  mistakes=("no_guard", "off_by_one_guard", "too_few_blocks", "extra_block")),
+                  mistakes=("no_guard", "off_by_one_guard", "too_few_blocks", "extra_block"),
+                  rule=_m("rule.guard"), central=("no_guard", "off_by_one_guard", "too_few_blocks")),
     "broadcast": Task(title=_m("title.broadcast"), answer=_broadcast_answer, score=_broadcast_score,
                       given=written, visible=_broadcast_visible, hint=_hint, kind="transfer", level="core",
-                      mistakes=("row_col_swap", "guard_one_dim")),
+                      mistakes=("row_col_swap", "guard_one_dim"),
+                      rule=_m("rule.broadcast"), central=("row_col_swap", "guard_one_dim")),
     "stride": Task(title=_m("title.stride"), answer=_stride_answer, score=_stride_score, visible=_stride_visible,
                    given=written, hint=_hint, kind="transfer", level="core",
-                   mistakes=("no_loop", "stride_block_only", "contiguous_chunks")),
+                   mistakes=("no_loop", "stride_block_only", "contiguous_chunks"),
+                   rule=_m("rule.stride"), central=("no_loop", "stride_block_only")),
     "pool": Task(title=_m("title.pool"), answer=_pool_answer, score=_pool_score, visible=_pool_visible, hint=_hint,
                  given=written, kind="transfer", level="core",
-                 mistakes=("missing_sync", "early_return", "no_halo", "global_in_loop")),
+                 mistakes=("missing_sync", "early_return", "no_halo", "global_in_loop"),
+                 rule=_m("rule.pool"), central=("missing_sync", "early_return", "no_halo", "global_in_loop")),
     "dot": Task(title=_m("title.dot"), answer=_dot_answer, score=_dot_score, visible=_dot_visible, hint=_hint,
                 given=written, kind="recall", level="core",
-                mistakes=("missing_sync", "early_return", "non_atomic", "atomic_per_thread", "serial_reduction")),
+                mistakes=("missing_sync", "early_return", "non_atomic", "atomic_per_thread", "serial_reduction"),
+                rule=_m("rule.dot"),
+                central=("missing_sync", "early_return", "non_atomic", "atomic_per_thread", "serial_reduction")),
     "scan": Task(title=_m("title.scan"), answer=_scan_answer, score=_scan_score, visible=_scan_visible, hint=_hint,
                  given=written, kind="transfer", level="core",
-                 mistakes=("in_place_race", "early_return", "rereads", "inclusive", "serial_scan")),
+                 mistakes=("in_place_race", "early_return", "rereads", "inclusive", "serial_scan", "x_twice"),
+                 rule=_m("rule.scan"),
+                 central=("in_place_race", "early_return", "rereads", "inclusive", "serial_scan")),
     "matmul": Task(title=_m("title.matmul"), answer=_matmul_answer, score=_matmul_score, visible=_matmul_visible,
                    given=written, hint=_hint, kind="transfer", level="stretch",
-                   mistakes=("naive", "missing_sync", "early_return", "uncoalesced_b", "no_boundary")),
+                   mistakes=("naive", "missing_sync", "early_return", "uncoalesced_b", "no_boundary"),
+                   rule=_m("rule.matmul"), central=("naive", "missing_sync", "early_return", "uncoalesced_b")),
     "softmax": Task(title=_m("title.softmax"), answer=_softmax_answer, score=_softmax_score,
                     visible=_softmax_visible, kind="transfer", level="core",
-                    mistakes=("no_max", "other_zero", "no_mask")),
+                    mistakes=("no_max", "other_zero", "no_mask"),
+                    rule=_m("rule.softmax"), central=("no_max", "other_zero", "no_mask")),
     "copy": Task(title=_m("title.copy"), answer=_copy_answer, score=_copy_score, visible=_copy_visible, hint=_hint,
                  given=lambda a: [r["gbs"] for r in a["rounds"]],  # the figure: a right kernel beside a constant is 0
                  measurement=True, reference=_copy_reference, rounds=3, kind="recall", level="core",
                  mistakes=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup",
-                           "reference_called")),
+                           "reference_called"),
+                 rule=_m("rule.copy"),
+                 central=("reads_only", "gib", "host_arrays", "timed_copies", "no_synchronize", "no_warmup",
+                          "reference_called")),
 }

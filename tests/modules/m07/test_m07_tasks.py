@@ -3,6 +3,7 @@ points on the hidden cases too, hard-coded values fail, and the checks write not
 import random
 from time import perf_counter   # a clock imported by name, as a notebook may: the virtual clock swaps it too
 
+import numba
 import numpy as np
 import pytest
 
@@ -84,7 +85,7 @@ def test_a_wrong_timer_on_the_virtual_clock_is_named_and_recorded_as_in_MISTAKES
     t = task("m07.copy")
     records = collect(t, (ref.copy_kernel, ref.WRONG_TIMERS[mistake]), cases_for(t, False, SEED), "m07.copy")
     parts = score_records(t, records)
-    assert any(p.mistake == mistake and not p.ok for p in parts) and fraction(parts) == 0.5
+    assert any(p.mistake == mistake and not p.ok for p in parts) and fraction(parts) == pytest.approx(1 / 3)
     recorded = ref.MISTAKES["copy"][mistake].answer["rounds"][0]
     measured = records[0]["answer"]["rounds"][0]
     assert measured["virtual"] == recorded["virtual"] and measured["gbs"] == pytest.approx(recorded["gbs"], rel=1e-9)
@@ -122,7 +123,7 @@ def test_other_right_methods_pass_on_the_virtual_clock():
 def test_a_constant_on_the_virtual_clock_earns_nothing_for_the_measurement():
     t = task("m07.copy")
     parts = score_records(t, collect(t, (ref.copy_kernel, lambda n: 5e-4), cases_for(t, True, SEED), "m07.copy"))
-    measured = [p for p in parts if p.weight == 2]
+    measured = [p for p in parts if p.weight == tasks.SIM_WEIGHT]
     assert measured and not any(p.ok for p in measured)
 
 
@@ -250,3 +251,85 @@ def test_each_block_takes_the_shared_memory_the_system_reserves():
     """Compute capability 8.0+: 1 KB per block beyond its own, so 2 KB blocks fit 76 to an H100 SM (228 KB), not 114."""
     from autograder.modules.m07_kernels.lesson import occupancy
     assert occupancy(64, 32, 2048)["by shared memory"] == 228 * 1024 // (2048 + 1024) == 76
+
+
+# ---------------------------------------------------------------- a hint names a cause only where the evidence shows it
+def _named(name: str, learner, hidden: bool = False) -> set:
+    t = task(f"m07.{name}")
+    return {p.mistake for p in score_records(t, collect(t, learner, cases_for(t, hidden, SEED))) if not p.ok}
+
+
+@cuda.jit
+def _scan_minus_kept_x(out, x, n):
+    """The inclusive scan minus x[t], with the x[t] it loaded kept in a variable: x is read once."""
+    buf = cuda.shared.array(tasks.SCAN_TPB, numba.float32)
+    t = cuda.threadIdx.x
+    mine = x[t] if t < n else 0
+    buf[t] = mine
+    cuda.syncthreads()
+    offset = 1
+    while offset < tasks.SCAN_TPB:
+        v = buf[t - offset] if t >= offset else 0
+        cuda.syncthreads()
+        buf[t] += v
+        cuda.syncthreads()
+        offset *= 2
+    if t < n:
+        out[t] = buf[t] - mine
+
+
+def test_an_exclusive_scan_as_the_inclusive_minus_x_read_once_is_right():
+    """A learner's "inclusive - x[i]" was told it read n(n-1)/2 elements: read once, it is a right answer; read
+    again, it is told that it read x twice (x_twice), not that each thread added up its prefix."""
+    assert share("scan", _scan_minus_kept_x) == 1.0
+    assert _named("scan", ref.MISTAKES["scan"]["x_twice"]) == {"x_twice", None}
+
+
+@cuda.jit
+def _outer_columns_guarded(out, a, b):
+    c, r = cuda.grid(2)
+    if c < out.shape[1]:             # rows and columns right; the rows left unguarded
+        out[r, c] = a[r] * b[c]
+
+
+@cuda.jit
+def _outer_swapped_unguarded(out, a, b):
+    r, c = cuda.grid(2)
+    out[r, c] = a[r] * b[c]
+
+
+def test_a_broadcast_is_told_rows_and_columns_swapped_only_when_a_thread_took_them_swapped():
+    assert _named("broadcast", _outer_columns_guarded) == {"guard_one_dim", None}
+    assert "row_col_swap" in _named("broadcast", _outer_swapped_unguarded)
+
+
+@cuda.jit
+def _affine_reads_next(out, x, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = 3 * x[i] - 1 + 0 * x[i + 1]   # guarded, yet reads one past its own element
+
+
+@cuda.jit
+def _axpy_stops_short(out, x, y, n):
+    for i in range(cuda.grid(1), n - 1, cuda.gridsize(1)):
+        out[i] = 2 * x[i] + y[i]
+
+
+@cuda.jit
+def _axpy_twice(out, x, y, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        out[i] = 2 * x[i] + y[i]
+        out[i] = 2 * x[i] + y[i]     # the right stride, each element written twice by its own thread
+
+
+def test_an_access_or_a_gap_no_guard_or_missing_loop_explains_names_none():
+    """x[i + 1] past the end is no missing or off-by-one guard; a grid-stride loop that stops one short is a loop;
+    a thread writing its element twice did not step by one block."""
+    assert _named("guard", (_affine_reads_next, ref.blocks_for)) == {None}
+    assert _named("stride", _axpy_stops_short) == {None}
+    assert _named("stride", _axpy_twice) == {None}
+
+
+def test_a_naive_matmul_is_not_told_to_transpose_tiles_it_does_not_load():
+    assert _named("matmul", ref.MISTAKES["matmul"]["naive"]) == {"naive", None}
