@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import CENTRAL, Part, Task, close
+from ...checks.core import Part, Task, close
 from ...fakes.nvml import INIT_FAILURES, fake_pynvml, fake_torch_cuda
 from ...i18n import Message, msg
 from .lesson import mfu_peak, mlp_step
@@ -523,8 +523,7 @@ def _mfu_score(case, answer, want) -> list[Part]:
     name = None if _same(result["flops_per_step"], flops) else _slip(result["flops_per_step"], flops, want["slips"])
     message = msg("m06.mfu_flops", case=text, expected=_show(flops), found=_show(result["flops_per_step"]))
     parts = [Part(_same(result["flops_per_step"], flops), message + msg(f"m06.mistake.{name}") if name else message,
-                  mistake=name, label=_label(short, "flops_per_step"),
-                  keeps=CENTRAL if name in TASKS["mfu"].central else 1.0)]  # the cap also where score runs alone
+                  mistake=name, label=_label(short, "flops_per_step"))]
     exact = spec_profile(device) is not None
     if exact:
         peak = mfu_peak(device)
