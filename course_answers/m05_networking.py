@@ -287,6 +287,9 @@ def _ring_recorded(**change) -> Recorded:
 GLOO_TIMEOUT = ("RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Timed out waiting "
                 f"{RING_TIMEOUT_S * 1000:.0f}ms for send operation to complete")
 
+GLOO_MISMATCH = ("what():  [enforce fail at ../third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= "
+                 "op.nbytes. 4 vs 0. Received data size doesn't match expected size.")
+
 
 # ---------------------------------------------------------------- 6. bus bandwidth measurement
 def allreduce_busbw(dist, sizes, world_size, budget_s: float = MEASURE_BUDGET_S):
@@ -382,7 +385,7 @@ MISTAKES = {
               "encoding_table": _links_table},
     "superpod": MISTAKES_SUPERPOD,
     "bucket": {"alpha_once": _bucket_alpha_once, "ring_steps": _bucket_ring_steps, "algbw_fraction": _bucket_algbw,
-               "units": _bucket_units, "round_down": _bucket_floor, "round_nearest": _bucket_round},
+               "units": _bucket_units, "round_down": _bucket_floor},
     "read_nccl": {"avg_line": _read_avg_line, "algbw_column": _read_algbw, "allreduce_factor": _read_allreduce_factor,
                   "first_row": _read_first_row, "time_with_algbw": _read_time_algbw,
                   "time_without_factor": _read_no_factor, "log_ranks": _read_log_ranks, "gib": _read_gib},
@@ -390,7 +393,9 @@ MISTAKES = {
              "reduce_scatter_only": _ring_recorded(match=False, chunks_done=1, detail="max |error| 12"),
              "averaged": _ring_recorded(match=False, averaged=True, chunks_done=0, detail="max |error| 3"),
              "not_in_place": _ring_recorded(in_place=False),
-             "deadlock": _ring_recorded(error=GLOO_TIMEOUT, match=False)},
+             "deadlock": _ring_recorded(error=GLOO_TIMEOUT, match=False),
+             "unmatched": _ring_recorded(error=GLOO_MISMATCH, match=False,  # a send skipped for an empty chunk
+                                         waited={"rank": 0, "peer": 3, "step": 1, "numel": 0, "chunk": None, "sent": 1})},
     "measure": _measure_mistakes(),
     "plan": {"compute_only": lambda job, systems: _plan(job, systems, comm=False),
              "no_overlap": lambda job, systems: _plan(job, systems, overlap=False),

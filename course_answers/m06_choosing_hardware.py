@@ -519,6 +519,12 @@ def _deploy_hourly_price(model, context, target, offers):
                    key=lambda plan, offer: offer["price_per_hour"])
 
 
+def _deploy_price_per_gpu(model, context, target, offers):
+    """The instance's hourly price taken as one GPU's: each replica costs gpus × price_per_hour."""
+    per_gpu = [dict(o, price_per_hour=o["price_per_hour"] * o["gpus"]) for o in offers]
+    return _deploy(model, context, target, per_gpu, lambda o: replica_batch(model, context, o, target))
+
+
 def _deploy_gb_for_gib(model, context, target, offers):
     return _deploy(model, context, target, offers, lambda o: replica_batch(model, context, o, target, gib=1e9))
 
@@ -677,8 +683,9 @@ MISTAKES = {
               "percent": _claim_percent},
     "serve": {"gb_for_gib": _serve_gb_for_gib, "keys_only": _serve_keys_only, "round_gpus": _serve_round,
               "one_gpu_bandwidth": _serve_one_gpu_bandwidth},
-    "deploy": {"hourly_price": _deploy_hourly_price, "gb_for_gib": _deploy_gb_for_gib, "one_gpu": _deploy_one_gpu,
-               "no_latency": _deploy_no_latency, "batch_one": _deploy_batch_one, "round_replicas": _deploy_round},
+    "deploy": {"hourly_price": _deploy_hourly_price, "price_per_gpu": _deploy_price_per_gpu,
+               "gb_for_gib": _deploy_gb_for_gib, "one_gpu": _deploy_one_gpu, "no_latency": _deploy_no_latency,
+               "batch_one": _deploy_batch_one, "round_replicas": _deploy_round},
     "smi_log": {"idle_as_throttle": lambda path: _wrong_summary(path, idle_throttles=True),
                 "utilization_trusted": lambda path: _wrong_summary(path, trust_utilization=True),
                 "stall_missed": lambda path: _wrong_summary(path, miss_stalls=True),

@@ -36,12 +36,16 @@ LIFETIME_S = 300.0  # gloo's timeout for the measurement's ranks, and (+10 s) th
 FAKE_LIMIT_S = 5.0  # the most a measurement may take on the fake dist's clock
 STUB_LIMIT_S = 0.5  # the same for the quick call (no sizes) that finds an unfinished answer before starting ranks
 MEASURE_SIZES = [1 << 20, 4 << 20]
+FAKE_WEIGHT = 2.0  # a fake-dist case weighs this, a case on the ranks 1 (as the core weighs a case that raised): the
+# fake's numbers are exact, so the task's rule shows there, and an answer that raises there keeps no more than one
+# that breaks the rule
 MEASURE_BUDGET_S = 0.1  # the reference's time budget per size, as the task text suggests to the learner
 SLOWEST = 3.0  # the fake world's slowest rank: its clock reads this many times rank 0's
 SLOW_CLOCK = 0.5  # on the real ranks, the last rank's clock runs at this rate while the learner measures
 SKIPPED = "skipped after an error"  # a rank's record for a tensor it never reached (shown with m05.ring_skipped)
 DEADLOCKED = "skipped after a deadlock"  # a later group's record once a group's ranks timed out
 CLOCKS = ("perf_counter", "monotonic", "time")  # the time module's clocks (and their _ns forms) a fake dist runs
+P2P = ("send", "recv", "isend", "irecv")  # the point-to-point calls the ring check logs, per rank, as they are made
 COLLECTIVES = ("all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather", "all_gather_into_tensor",
                "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "all_gather_object")
 
@@ -121,13 +125,22 @@ def _field(want: dict, key: str) -> dict:
 
 
 def error_hint(error: str) -> Message | None:
-    """A hint for the common distributed mistakes behind an error's text (gloo's, torch's) in the ring task."""
+    """A hint for the common distributed mistakes behind an error's text (gloo's, torch's) in the ring task: no process
+    group (the dist argument), or a send that timed out (every rank sending first)."""
     text = str(error or "")
     if "Default process group has not been initialized" in text:
         return _say("hint_dist_argument")
-    if _timed_out(text):
+    if _timed_out(text) and "send" in text.lower():
         return _say("hint_deadlock")
     return None
+
+
+def _deadlocked_sending(res: dict) -> bool:
+    """The evidence of the deadlock of blocking sends: every rank's log ends in a blocking send, or, where the ranks
+    left no log (a recorded answer), gloo's timeout of a send operation."""
+    if "all_sending" in res:
+        return bool(res["all_sending"])
+    return _timed_out(res["error"]) and "send" in res["error"].lower()
 
 
 def _timed_out(text: str) -> bool:
@@ -286,7 +299,7 @@ def _bucket_score(case, answer, want) -> list[Part]:
                                                                    "mistakes": _field(want, "fraction")})),
         _part(size_ok, size_text, label="min_bytes",
               mistake=_known(size, {**want, "answer": right["min_bytes"], "mistakes": _field(want, "min_bytes")},
-                             lambda a, b: a == b, {frozenset({"round_down", "round_nearest"}): "round_nearest"})),
+                             lambda a, b: a == b)),
     ]
 
 
@@ -377,21 +390,26 @@ def ring_program(learner, specs: list, stop_dir: str | None = None) -> list:
     stop = os.path.join(stop_dir, "deadlocked") if stop_dir else None
     if stop and os.path.exists(stop):
         return [{"error": DEADLOCKED}]
-    real = {name: getattr(dist, name) for name in COLLECTIVES if hasattr(dist, name)}
+    log = _P2PLog(os.path.join(stop_dir, f"p2p_{n}_{rank}.jsonl") if stop_dir else None)
+    real = {name: getattr(dist, name) for name in (*COLLECTIVES, *P2P) if hasattr(dist, name)}
     used: set[str] = set()
 
     def spy(name):
         def call(*args, **kwargs):
-            used.add(name)
+            if name in P2P:
+                log.call(name, args, kwargs)
+            else:
+                used.add(name)
             return real[name](*args, **kwargs)
         return call
 
     results = []
-    for spec in specs:
+    for i, spec in enumerate(specs):
         x = _make_tensor(spec, rank)
         expected = x.clone()
         mine = x.clone()
         used.clear()
+        log.start(i, mine, n)
         for name in real:
             setattr(dist, name, spy(name))
         try:
@@ -399,6 +417,7 @@ def ring_program(learner, specs: list, stop_dir: str | None = None) -> list:
         except Exception as exc:  # report and stop: the other ranks may be waiting on this one
             error = f"{type(exc).__name__}: {exc}"[:300]
             results.append({"error": error})
+            log.write({"record": results[-1]})
             if stop and _timed_out(error):
                 open(stop, "w").close()
             break
@@ -406,7 +425,11 @@ def ring_program(learner, specs: list, stop_dir: str | None = None) -> list:
             for name, fn in real.items():
                 setattr(dist, name, fn)
         out = mine if out is None else out
-        real["all_reduce"](expected)
+        try:
+            real["all_reduce"](expected)
+        except Exception as exc:  # another rank stopped in this tensor: its record says why
+            results.append({"error": f"{type(exc).__name__}: {exc}"[:300]})
+            break
         record = {"used": sorted(used), "error": None, "in_place": True, "averaged": False, "chunks_done": n,
                   "wrong_chunks": [], "rank": rank}
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(expected.shape) or out.dtype != expected.dtype:
@@ -418,7 +441,110 @@ def ring_program(learner, specs: list, stop_dir: str | None = None) -> list:
             if not record["match"]:
                 record.update(_diagnose(out, expected, n))
         results.append(record)
+        log.write({"record": record})
     return results
+
+
+class _P2PLog:
+    """One rank's point-to-point calls in the ring check, each written as it is made (a rank that gloo ends, or one
+    that waits forever, leaves what it did): which tensor, send or receive, the peer, elements, the chunk."""
+
+    def __init__(self, path: str | None):
+        self.path, self.tensor, self.mine, self.n = path, 0, None, 1
+
+    def start(self, tensor: int, mine, n: int) -> None:
+        self.tensor, self.mine, self.n = tensor, mine, n
+
+    def write(self, entry: dict) -> None:
+        import json
+
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as out:
+                out.write(json.dumps({"tensor": self.tensor, **entry}) + "\n")
+
+    def call(self, name: str, args: tuple, kwargs: dict) -> None:
+        tensor = args[0] if args else kwargs.get("tensor")
+        peer = args[1] if len(args) > 1 else kwargs.get("dst", kwargs.get("src"))
+        numel = int(getattr(tensor, "numel", lambda: -1)())
+        self.write({"op": "send" if "send" in name else "recv", "blocking": not name.startswith("i"),
+                    "peer": peer if isinstance(peer, int) else None, "numel": numel, "chunk": self._chunk(tensor)})
+
+    def _chunk(self, tensor) -> int | None:
+        """The chunk of the rank's tensor (``torch.tensor_split(flat, n)``) that ``tensor`` is a view of, if it is one."""
+        try:
+            if tensor.untyped_storage().data_ptr() != self.mine.untyped_storage().data_ptr() or not tensor.numel():
+                return None
+            offset = tensor.storage_offset() - self.mine.storage_offset()
+        except Exception:  # not a tensor, or not one torch can place
+            return None
+        size, extra = divmod(self.mine.numel(), self.n)
+        start = 0
+        for chunk in range(self.n):
+            end = start + size + (chunk < extra)
+            if start <= offset < end:
+                return chunk
+            start = end
+        return None
+
+
+def _p2p_logs(stop_dir: str, world_size: int) -> list[list[dict]]:
+    """Each rank's :class:`_P2PLog` entries of a group (an empty list for a rank that wrote none)."""
+    import json
+    import os
+
+    logs = []
+    for rank in range(world_size):
+        path = os.path.join(stop_dir, f"p2p_{world_size}_{rank}.jsonl")
+        try:
+            with open(path, encoding="utf-8") as found:
+                logs.append([json.loads(line) for line in found if line.endswith("\n")])
+        except OSError:
+            logs.append([])
+    return logs
+
+
+def unmatched(logs: list[list[dict]], tensor: int) -> dict | None:
+    """The first receive of tensor ``tensor`` that no send matched, by what the ranks logged: the rank that waited, the
+    rank it waited for, which of their messages (the step) and its elements and chunk, and what the peer sent as that
+    message (None: nothing); else a blocking send no receive matched. None when every call met its partner."""
+    calls = [[e for e in log if e.get("tensor") == tensor and "op" in e] for log in logs]
+    found = None
+    for rank, mine in enumerate(calls):
+        for peer in {e["peer"] for e in mine if e["peer"] is not None}:
+            if not 0 <= peer < len(calls):
+                continue
+            recvs = [e for e in mine if e["op"] == "recv" and e["peer"] == peer]
+            sends = [e for e in calls[peer] if e["op"] == "send" and e["peer"] == rank]
+            for k, recv in enumerate(recvs):
+                sent = sends[k]["numel"] if k < len(sends) else None
+                if sent != recv["numel"]:
+                    seen = {"rank": rank, "peer": peer, "step": k + 1, "numel": recv["numel"], "chunk": recv["chunk"],
+                            "sent": sent}
+                    found = min(found or seen, seen, key=lambda d: (d["step"], d["rank"]))
+                    break
+    return found
+
+
+def all_sending(logs: list[list[dict]], tensor: int) -> bool:
+    """Every rank of the group stopped in a blocking send of tensor ``tensor`` (the deadlock of sends first)."""
+    calls = [[e for e in log if e.get("tensor") == tensor and "op" in e] for log in logs]
+    return all(c and c[-1]["op"] == "send" and c[-1]["blocking"] for c in calls)
+
+
+def _from_logs(stop_dir: str, case: dict, error: str) -> list | None:
+    """The ranks' records as :func:`autograder.ranks.run` returns them, rebuilt from their logs when the run failed (gloo
+    ended a rank): a rank without a record of a tensor it reached gets ``error``. None when no rank logged anything."""
+    groups, seen = [], False
+    for world_size in case["world_sizes"]:
+        group = []
+        for log in _p2p_logs(stop_dir, world_size):
+            seen = seen or bool(log)
+            records = [e["record"] for e in log if "record" in e]
+            if log and len(records) < len(case["tensors"]) and not (records and records[-1].get("error")):
+                records.append({"error": error or "the rank ended"})
+            group.append(records or [{"error": error or "the rank ended"}])
+        groups.append(group)
+    return groups if seen else None
 
 
 _deadlocked = weakref.WeakKeyDictionary()  # learner -> time.monotonic() of its last deadlock in the ring task
@@ -452,10 +578,14 @@ def _ring_answer(learner, case) -> dict:
                              "detail": ""} for w in case["world_sizes"] for spec in case["tensors"]]}
     stop_dir = tempfile.mkdtemp(prefix="course_ring_")
     try:
-        groups = ranks.run(f"{__name__}:ring_program", [case["tensors"], stop_dir], case["world_sizes"],
-                           learner=learner, timeout_s=RING_TIMEOUT_S)
-    except ranks.RanksError as exc:
-        raise _ranks_failed(exc, RING_TIMEOUT_S) from None
+        try:
+            groups = ranks.run(f"{__name__}:ring_program", [case["tensors"], stop_dir], case["world_sizes"],
+                               learner=learner, timeout_s=RING_TIMEOUT_S)
+        except ranks.RanksError as exc:
+            groups = _from_logs(stop_dir, case, _log_error(exc))
+            if groups is None:
+                raise _ranks_failed(exc, RING_TIMEOUT_S) from None
+        logs = {w: _p2p_logs(stop_dir, w) for w in case["world_sizes"]}
     finally:
         shutil.rmtree(stop_dir, ignore_errors=True)
     out = []
@@ -470,7 +600,12 @@ def _ring_answer(learner, case) -> dict:
                             key=lambda e: (e == SKIPPED, not _timed_out(e)))  # a timeout names the deadlock
             wrong = [rec for rec in records if not rec.get("match")]
             first = next((rec for rec in wrong if rec.get("wrong_chunks")), {})
-            out.append({"world_size": world_size, "spec": spec, "error": errors[0] if errors else None,
+            if errors and errors[0] not in (SKIPPED, DEADLOCKED):
+                out.append({"waited": unmatched(logs[world_size], i),
+                            "all_sending": all_sending(logs[world_size], i)} if any(logs[world_size]) else {})
+            else:
+                out.append({})
+            out[-1].update({"world_size": world_size, "spec": spec, "error": errors[0] if errors else None,
                         "match": all(rec.get("match") for rec in records) and not errors,
                         "used": sorted({u for rec in records for u in rec.get("used", [])}),
                         "detail": next((rec.get("detail") for rec in wrong), ""),
@@ -489,8 +624,16 @@ def _ring_score(case, answer, want) -> list[Part]:
         if res["error"] in (SKIPPED, DEADLOCKED):
             parts.append(Part(False, _say("ring_skipped" if res["error"] == SKIPPED else "ring_after_deadlock",
                                           case=where)))
+        elif res["error"] and res.get("waited"):
+            waited = res["waited"]
+            parts.append(_part(False, _then(_say("ring_error", case=where, error=res["error"]), _say(
+                "ring_waited", rank=waited["rank"], peer=waited["peer"], step=waited["step"], numel=waited["numel"],
+                chunk=Message("", "") if waited["chunk"] is None else Message(f", 조각 {waited['chunk']}",
+                                                                               f", chunk {waited['chunk']}"),
+                sent=_say("ring_sent_nothing") if waited["sent"] is None else _say("ring_sent", numel=waited["sent"]))),
+                mistake="unmatched"))
         elif res["error"]:
-            deadlock = _timed_out(res["error"])
+            deadlock = _deadlocked_sending(res)
             parts.append(_part(False, _then(_say("ring_error", case=where, error=res["error"]),
                                             None if deadlock else error_hint(res["error"])),
                                mistake="deadlock" if deadlock else None))
@@ -844,8 +987,14 @@ def _fake_answer(learner, case) -> dict:
             del _replays[key]
         return replay[0]
     with FirstCallDist(case["world_size"], case["alpha_s"], case["bytes_per_s"], case["setup_s"]) as fake:
-        values = learner(fake, list(case["sizes"]), case["world_size"])
-    answer = {"values": [_num(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)[:80],
+        try:
+            values = learner(fake, list(case["sizes"]), case["world_size"])
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # scored as the case it is (FAKE_WEIGHT a size), not the core's one part
+            values = {"raised": f"{type(exc).__name__}: {exc}"[:300]}
+    answer = {"values": [_num(v) for v in values] if isinstance(values, (list, tuple)) else
+              values if isinstance(values, dict) and "raised" in values else repr(values)[:80],
               "largest_call": max(fake.sizes, default=0), "course_calls": fake.course_calls}
     if TASKS["measure"].rounds > 1:
         _replays[key] = [answer, TASKS["measure"].rounds - 1]
@@ -906,7 +1055,7 @@ def _measure_score(case, answer, want) -> list[Part]:
     sizes, n = case["sizes"], case["world_size"]
     course = max((r.get("course_calls") or 0 for r in found if isinstance(r, dict)), default=0)
     if course:
-        return [_part(False, _say("measure_course", calls=course), mistake="course_measurement", weight=len(sizes))]
+        return [_part(False, _say("measure_course", calls=course), mistake="course_measurement")]
     bad = next((r for r in found if not isinstance(r.get("learner"), list) or len(r["learner"]) != len(sizes)
                 or not all(isinstance(v, (int, float)) and v > 0 for v in r["learner"])), None) if found else {}
     if bad is not None:
@@ -914,16 +1063,17 @@ def _measure_score(case, answer, want) -> list[Part]:
         if bad.get("calls") or bad.get("mismatch"):
             seen = _say("measure_calls", calls=", ".join(map(str, bad["calls"]))) if bad.get("calls") else \
                 _say("measure_mismatch")
-            return [_part(False, seen, mistake="rank_counts", weight=len(sizes))]  # gloo's own words add nothing
-        return [Part(False, _then(text, measure_hint(str(bad.get("learner")))), weight=len(sizes))]
+            return [_part(False, seen, mistake="rank_counts")]  # gloo's own words add nothing
+        return [Part(False, _then(text, measure_hint(str(bad.get("learner")))))]
     parts = []
     for i, size in enumerate(sizes):
         what = _say("measure_what", size=f"{size / 2 ** 20:g}", n=n)
         measured, scored = side_by_side("allreduce", answer, what, lambda r, i=i: r["learner"][i],
                                         lambda ref, i=i: ref["busbw"][i],
-                                        lambda r: _one_call_seconds(sizes, r["learner"], n), "GB/s", weight=1.0)
+                                        lambda r: _one_call_seconds(sizes, r["learner"], n), "GB/s",
+                                        weight=1.0 / len(sizes))
         if not measured:
-            return [Part(False, p.message, weight=len(sizes)) for p in scored]
+            return [Part(False, p.message) for p in scored]
         parts.extend(scored)
     return parts
 
@@ -931,11 +1081,15 @@ def _measure_score(case, answer, want) -> list[Part]:
 def _measure_fake_score(case, answer, want) -> list[Part]:
     values = answer["values"]
     n_sizes, n = len(case["sizes"]), case["world_size"]
+    weight = FAKE_WEIGHT
+    if isinstance(values, dict) and "raised" in values:
+        text = _say("measure_raised", n=n, error=values["raised"])
+        return [Part(False, _then(text, measure_hint(values["raised"])), weight=weight)]
     if not isinstance(values, list) or len(values) != n_sizes:
-        return [Part(False, _say("measure_not_list", n=n_sizes, found=str(values)), weight=n_sizes)]
+        return [Part(False, _say("measure_not_list", n=n_sizes, found=str(values)), weight=weight)]
     if answer.get("course_calls"):
         return [_part(False, _say("measure_course", calls=answer["course_calls"]), mistake="course_measurement",
-                      weight=n_sizes)]
+                      weight=weight)]
     too_big = answer.get("largest_call", 0) > max(case["sizes"])  # a tensor of more bytes than the size asked
     ratios = [value / expected if value and value > 0 else 0.0 for value, expected in zip(values, want)]
     mistake = _measure_mistake(ratios, n, too_big)
@@ -944,10 +1098,10 @@ def _measure_fake_score(case, answer, want) -> list[Part]:
         ok = not too_big and 0.75 <= ratio <= 1.3
         text = _say("measure_fake", size=_bytes(size), n=n, expected=f"{expected:.4g}", found=_fmt(value))
         if ok or mistake:
-            parts.append(_part(ok, text, mistake=mistake, setup=f"{case['setup_s']:g}", slowest=f"{SLOWEST:g}",
-                               largest=_bytes(answer.get("largest_call", 0))))
+            parts.append(_part(ok, text, mistake=mistake, weight=weight / n_sizes, setup=f"{case['setup_s']:g}",
+                               slowest=f"{SLOWEST:g}", largest=_bytes(answer.get("largest_call", 0))))
         else:
-            parts.append(Part(False, _then(text, _ratio_hint_loose(value, expected))))
+            parts.append(Part(False, _then(text, _ratio_hint_loose(value, expected)), weight=weight / n_sizes))
     return parts
 
 
@@ -1040,26 +1194,35 @@ def _plan_score(case, answer, want) -> list[Part]:
 
 TASKS = {
     "links": Task(title=_say("title_links"), answer=_links_answer, score=_links_score, visible=_links_visible,
-                  kind="recall", level="warm-up", mistakes=("direction", "bits", "encoding", "encoding_table")),
+                  kind="recall", level="warm-up", mistakes=("direction", "bits", "encoding", "encoding_table"),
+                  rule=_say("rule.links"), central=("direction", "bits", "encoding")),
     "superpod": Task(title=_say("title_superpod"), answer=_superpod_answer, score=_superpod_score,
                      visible=_superpod_visible, kind="transfer", level="core",
                      mistakes=("per_gpu_allreduce", "alltoall_like_allreduce", "alltoall_every_level", "bits_levels",
-                               "tie_upper")),
+                               "tie_upper"),
+                     rule=_say("rule.superpod"),
+                     central=("per_gpu_allreduce", "alltoall_like_allreduce", "alltoall_every_level")),
     "bucket": Task(title=_say("title_bucket"), answer=_bucket_answer, score=_bucket_score, visible=_bucket_visible,
-                   kind="transfer", level="core", mistakes=("alpha_once", "ring_steps", "algbw_fraction", "units", "round_down", "round_nearest")),
+                   kind="transfer", level="core", mistakes=("alpha_once", "ring_steps", "algbw_fraction", "units", "round_down"),
+                   rule=_say("rule.bucket"), central=("alpha_once", "ring_steps", "algbw_fraction")),
     "read_nccl": Task(title=_say("title_read_nccl"), answer=_read_nccl_answer, score=_read_nccl_score,
                       visible=_read_nccl_visible, kind="transfer", level="core",
                       mistakes=("avg_line", "algbw_column", "allreduce_factor", "first_row", "time_with_algbw",
-                                "time_without_factor", "log_ranks", "gib")),
+                                "time_without_factor", "log_ranks", "gib"),
+                      rule=_say("rule.read_nccl"),
+                      central=("algbw_column", "time_with_algbw", "time_without_factor")),
     "ring": Task(title=_say("title_ring"), answer=_ring_answer, score=_ring_score, visible=_ring_visible,
                  hint=error_hint, kind="recall", level="core",
-                 mistakes=("collective", "reduce_scatter_only", "averaged", "not_in_place", "deadlock")),
+                 mistakes=("collective", "reduce_scatter_only", "averaged", "not_in_place", "deadlock", "unmatched"),
+                 rule=_say("rule.ring"), central=("collective", "reduce_scatter_only")),
     "measure": Task(title=_say("title_measure"), answer=_measure_answer, score=_measure_score,
                     visible=_measure_visible, measurement=True, reference=_measure_reference, rounds=2,
                     hint=measure_hint, kind="transfer", level="core",
-                    mistakes=("algbw", "elements", "no_warmup", "not_slowest", "rank_counts", "course_measurement")),
+                    mistakes=("algbw", "elements", "no_warmup", "not_slowest", "rank_counts", "course_measurement"),
+                    rule=_say("rule.measure"), central=("algbw", "no_warmup", "not_slowest")),
     "plan": Task(title=_say("title_plan"), answer=_plan_answer, score=_plan_score, visible=_plan_visible,
                  kind="transfer", level="stretch",
                  mistakes=("compute_only", "no_overlap", "nvlink_beyond_node", "one_nic", "ring_everywhere",
-                           "partial_nodes", "tie_first")),
+                           "partial_nodes", "tie_first"),
+                 rule=_say("rule.plan"), central=("compute_only", "no_overlap")),
 }

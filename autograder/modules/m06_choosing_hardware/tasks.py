@@ -75,13 +75,19 @@ def _explains(slip: Any, want: dict, found: dict, key: str, needs: tuple) -> boo
     return all(k in found and k in slip and _same(found[k], slip[k]) for k in needs)
 
 
+def _only(names) -> str | None:
+    """The one known mistake that explains a value; None where two do (the evidence shows neither)."""
+    found = list(names)
+    return found[0] if len(found) == 1 else None
+
+
 def _compare(text: Message, short: str, want: dict, found: Any, keys: tuple, slips: dict | None = None,
              weights: dict | None = None, hint: str | dict | None = None, named: tuple | None = None,
              needs: str = "before") -> list[Part]:
     """One labelled Part per key of ``want``, each diagnosed from its own value.
 
-    A wrong value names a known mistake (only for ``named`` keys) when that mistake's answer gives it and agrees with
-    the learner on the keys it depends on: ``needs="before"`` the keys listed before it (a chain of results),
+    A wrong value names a known mistake (only for ``named`` keys) when that mistake's answer, and no other's, gives it
+    and agrees with the learner on the keys it depends on: ``needs="before"`` the keys listed before it (a chain of results),
     ``"own"`` none (independent results), ``"all"`` every key (one plan). Otherwise the key's ``hint`` (one message
     key, or a dict per key) follows, unless a key before it is wrong too (keys are listed in the order they are
     computed: that item says why; not for ``"own"``).
@@ -103,7 +109,7 @@ def _compare(text: Message, short: str, want: dict, found: Any, keys: tuple, sli
         depends = {"before": keys[:i], "own": (), "all": keys}[needs]
         name = None
         if named is None or key in named:
-            name = next((n for n, s in (slips or {}).items() if _explains(s, want, found, key, depends)), None)
+            name = _only(n for n, s in (slips or {}).items() if _explains(s, want, found, key, depends))
         upstream_wrong = needs != "own" and any(k in found and not _same(found[k], want[k]) for k in keys[:i])
         why = f"m06.mistake.{name}" if name else None if upstream_wrong else (
             hint.get(key) if isinstance(hint, dict) else hint)
@@ -270,7 +276,8 @@ def _smi_answer(learner, case) -> Any:
 
 def _smi_score(case, answer, want) -> list[Part]:
     text = msg("m06.smi_case", name=case["name"], rows=case["text"].count("\n") - 1)
-    weights = {"samples": 0.25, "mean_utilization": 0.25, "peak_memory_mib": 0.25, "cause": 3.0}
+    weights = {"samples": 0.25, "mean_utilization": 1.0, "peak_memory_mib": 0.25, "cause": 3.0}  # the cause and the
+    # utilization are the point (all five means wrong kept 2.8/3)
     hints = {key: f"m06.smi_hint_{key}" for key in SMI_KEYS}
     return _compare(text, case["name"], want["answer"], answer, SMI_KEYS, want["slips"], weights, hints, needs="own")
 
@@ -544,25 +551,34 @@ def _mfu_score(case, answer, want) -> list[Part]:
 # ---------------------------------------------------------------- the tasks
 TASKS = {
     "cost": Task(title=msg("m06.title_cost"), answer=_cost_answer, score=_cost_score, visible=_cost_visible,
-                 kind="recall", level="warm-up", mistakes=("two_nd", "days_not_hours", "cost_per_gpu", "mfu_percent")),
+                 kind="recall", level="warm-up", mistakes=("two_nd", "days_not_hours", "cost_per_gpu", "mfu_percent"),
+                 rule=msg("m06.rule.cost"), central=("two_nd", "cost_per_gpu")),
     "claim": Task(title=msg("m06.title_claim"), answer=lambda learner, case: learner(dict(case)), score=_claim_score,
                   visible=_claim_visible, kind="transfer", level="core",
                   mistakes=("two_nd", "days_as_hours", "days_without_gpus", "gpu_hours_as_wall", "usd_times_price",
-                            "percent")),
+                            "percent"),
+                  rule=msg("m06.rule.claim"),
+                  central=("two_nd", "days_as_hours", "days_without_gpus", "gpu_hours_as_wall", "usd_times_price")),
     "serve": Task(title=msg("m06.title_serve"), answer=_serve_answer, score=_serve_score, visible=_serve_visible,
-                  kind="recall", level="core", mistakes=("gb_for_gib", "keys_only", "round_gpus", "one_gpu_bandwidth")),
+                  kind="recall", level="core", mistakes=("gb_for_gib", "keys_only", "round_gpus", "one_gpu_bandwidth"),
+                  rule=msg("m06.rule.serve"), central=("keys_only", "round_gpus")),
     "deploy": Task(title=msg("m06.title_deploy"), answer=_deploy_answer, score=_deploy_score, visible=_deploy_visible,
                    kind="transfer", level="stretch",
-                   mistakes=("hourly_price", "gb_for_gib", "one_gpu", "no_latency", "batch_one", "round_replicas")),
+                   mistakes=("hourly_price", "price_per_gpu", "gb_for_gib", "one_gpu", "no_latency", "batch_one",
+                             "round_replicas"),
+                   rule=msg("m06.rule.deploy"), central=("hourly_price", "price_per_gpu")),
     "smi_log": Task(title=msg("m06.title_smi"), answer=_smi_answer, score=_smi_score, visible=_smi_visible,
                     kind="transfer", level="core",
                     mistakes=("idle_as_throttle", "bits_equal", "utilization_trusted", "stall_missed", "fixed_columns",
-                              "na_as_zero", "na_rows_dropped", "busy_mean")),
+                              "na_as_zero", "na_rows_dropped", "busy_mean"),
+                    rule=msg("m06.rule.smi_log"), central=("utilization_trusted", "busy_mean")),
     "inventory": Task(title=msg("m06.title_inventory"), answer=_inventory_answer, score=_inventory_score,
                       visible=_inventory_visible, given=lambda a: a["rows"], kind="recall", level="core",
-                      mistakes=("no_shutdown_on_error", "no_fallback", "gb_for_gib", "bytes_name", "shutdown_without_init")),
+                      mistakes=("no_shutdown_on_error", "no_fallback", "gb_for_gib", "bytes_name", "shutdown_without_init"),
+                      rule=msg("m06.rule.inventory"), central=("no_shutdown_on_error", "no_fallback")),
     "mfu": Task(title=msg("m06.title_mfu"), answer=_mfu_answer, score=_mfu_score, visible=_mfu_visible,
                 measurement=True, reference=_mfu_reference, rounds=3, kind="transfer", level="stretch",
                 mistakes=("all_trainable", "forward_only", "first_input_grad", "no_input_grads", "percent",
-                          "one_call", "cold_start", "no_sync")),
+                          "one_call", "cold_start", "no_sync"),
+                rule=msg("m06.rule.mfu"), central=("all_trainable",)),
 }

@@ -32,8 +32,9 @@ def _english(monkeypatch):
 
 
 def visible_parts(name: str, learner) -> list:
+    """The scored parts of the visible checks (not the verdict's note that an answer broke the task's rule)."""
     t = task(f"m04.{name}")
-    return score_records(t, collect(t, learner, cases_for(t, False, 0), f"m04.{name}"))
+    return [p for p in score_records(t, collect(t, learner, cases_for(t, False, 0), f"m04.{name}")) if p.weight]
 
 
 def learner(name: str, source: str):
