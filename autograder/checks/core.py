@@ -202,10 +202,10 @@ def same_for_every_input(task: Task, records: list[dict]) -> str | None:
 def _same_expected(task: Task, cases: list) -> bool:
     """Whether the references expect one and the same answer for every case (then the same answer is no evidence:
     a right answer to hidden cases that happen to agree is right)."""
-    from .expected import ReferenceMissing, want
+    from .expected import want
     try:
         wants = [json.dumps(want(task.id, case), sort_keys=True, allow_nan=True) for case in cases]
-    except ReferenceMissing:
+    except Exception:  # no reference here (a learner edition, a task outside the modules): the answers are the evidence
         return False
     return wants[0] != "null" and len(set(wants)) == 1
 
