@@ -283,12 +283,14 @@ def test(args: list[str]) -> int:
 
 
 def side_by_side(args: list[str]) -> list[str]:
-    """pytest-xdist's options for the test command: one test file (or lesson) per worker process, as many workers
-    as cores (2 to 4), so that a test waiting on a server or a kernel does not hold the others up; none where the
-    command line chooses (``-n``, ``-p no:xdist``)."""
-    if any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
+    """pytest-xdist's options for the test command: one test file (or lesson) per worker process, a worker per two
+    cores (at most 4), so that a test waiting on a server or a kernel does not hold the others up; none on fewer than
+    four cores (the grading tests' kernels need the cores to themselves) or where the command line chooses (``-n``,
+    ``-p no:xdist``)."""
+    workers = min(4, (os.cpu_count() or 1) // 2)
+    if workers < 2 or any(a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
         return []
-    return ["-n", str(max(2, min(4, os.cpu_count() or 2))), "--dist", "loadfile"]
+    return ["-n", str(workers), "--dist", "loadfile"]
 
 
 def venv_env() -> dict:

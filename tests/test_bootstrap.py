@@ -326,3 +326,11 @@ def test_start_opens_jupyterlab_with_the_course_settings_in_the_start_pages_lang
     assert (bootstrap.JUPYTER_CONFIG / "lab" / lang / "overrides.json").exists()
     assert kw["env"]["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(bootstrap.JUPYTER_CONFIG)
     assert any(a.endswith(f"00_start_here.{lang}.ipynb") for a in cmd)
+
+
+def test_the_test_command_runs_files_side_by_side_only_where_there_are_cores_for_it(monkeypatch):
+    for cores, expected in ((1, []), (2, []), (3, []), (4, ["-n", "2", "--dist", "loadfile"]),
+                            (16, ["-n", "4", "--dist", "loadfile"])):
+        monkeypatch.setattr(bootstrap.os, "cpu_count", lambda: cores)
+        assert bootstrap.side_by_side([]) == expected, cores
+    assert bootstrap.side_by_side(["-n", "1"]) == [] and bootstrap.side_by_side(["-p", "no:xdist"]) == []

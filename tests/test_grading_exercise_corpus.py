@@ -74,7 +74,7 @@ def graded(tmp_path_factory):
         for name, case in mine.items():
             _submission(course, exercise, name, case.get("cells") or {}, {case["task"]})
         _submission(course, exercise, f"{CONTROL}-{exercise[:2]}", {}, {c["task"] for c in mine.values()})
-        grade_class(course, exercise, workers=2, limits=Limits(cell_s=120, notebook_s=600), isolate=ISOLATED)
+        grade_class(course, exercise, workers=2, limits=Limits(cell_s=120, notebook_s=1200), isolate=ISOLATED)
         notebook = layout.exercise(exercise).stem
         with Gradebook(course.gradebook_url, course.course_id) as gb:
             for student in [*mine, f"{CONTROL}-{exercise[:2]}"]:
