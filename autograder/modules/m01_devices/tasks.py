@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import CENTRAL, Part, Task, close
+from ...checks.core import Part, Task, close
 from ...fakes.devices import fake_torch, mlx_modules
 from ...i18n import Message, msg
 from .machines import machine_torch, mlx_install
@@ -29,12 +29,12 @@ def _fmt(value: Any) -> str:
 
 
 def _wrong(key: str, mistake: str | None = None, label: str | None = None, weight: float = 1.0,
-           keeps: float = 1.0, **values) -> Part:
+           **values) -> Part:
     """A failing part: the catalogued mistake's message when one is recognised, else message ``key``."""
     message = _say(key, **values)
     if mistake is not None:
         message = message + _say(f"mistake.{mistake}", **values)
-    return Part(False, message, weight, mistake=mistake, label=_say(label) if label else None, keeps=keeps)
+    return Part(False, message, weight, mistake=mistake, label=_say(label) if label else None)
 
 
 def _right(where: Message, label: str | None = None) -> Part:
@@ -617,7 +617,7 @@ def _speedup_score(case, answer, want) -> list[Part]:
         if not measured:
             return [Part(False, compared[0].message, weight=4)]
         if inflated.get(key, 0.0) >= STEPS_TOTAL_RATIO:  # several steps reported as one: the band cannot tell 3x
-            parts.append(_wrong("speedup_total", "steps_total", keeps=CENTRAL, step=_say("speedup_step", device=name),
+            parts.append(_wrong("speedup_total", "steps_total", step=_say("speedup_step", device=name),
                                 ratio=f"{inflated[key]:.1f}"))
         else:
             parts += compared
@@ -626,7 +626,7 @@ def _speedup_score(case, answer, want) -> list[Part]:
     parts.insert(0, Part(devices == {best}, _say("speedup_device", expected=best, found=", ".join(sorted(devices))) + why))
     calls = [b["calls"] for r in found for b in r.get("builds") or []]
     if calls and min(calls) < 2:
-        parts.append(_wrong("speedup_calls", "one_call", keeps=CENTRAL, calls=min(calls)))
+        parts.append(_wrong("speedup_calls", "one_call", calls=min(calls)))
     ratio = statistics.median(r["cpu_s"] / r["accel_s"] for r in found)
     now = [r["cpu_s"] / r["accel_s"] for r in referee.observed(answer)["reference"]
            if isinstance(r, dict) and (r.get("accel_s") or 0) > 0 and (r.get("cpu_s") or 0) > 0]  # the course's, now

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from ...checks import referee
-from ...checks.core import CENTRAL, Part, Task, close
+from ...checks.core import Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 
@@ -564,7 +564,7 @@ def _consistency(rounds: list) -> Part:
             mistake = "flops_n3" if _near(r["tflops"] / implied, 0.5, rel=0.02) else None
             values = dict(n=int(r["n"]), seconds=_g(r["seconds"]), implied=_g(implied), found=_g(r["tflops"]))
             return Part(False, msg(f"m02.mistake.{mistake}" if mistake else "m02.measure_inconsistent", **values),
-                        mistake=mistake, label=label, keeps=CENTRAL if mistake else 1.0)
+                        mistake=mistake, label=label)
     return Part(True, msg("m02.measure_consistent"), label=label)
 
 
@@ -627,15 +627,14 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
             return compared
         return [_unmeasured(answer)]
     if too_fast:
-        compared = [replace(p, mistake="too_fast", keeps=CENTRAL) if not p.ok else p for p in compared]
+        compared = [replace(p, mistake="too_fast") if not p.ok else p for p in compared]
     parts = [consistent, _first_size(rounds, timed=not too_fast), _timed_with_time_fn(rounds)]
     peak = _spec_peak(case)
     if peak:
         top = max(r["tflops"] for r in rounds)
         above = top > 1.05 * peak
         parts.append(Part(not above, msg("m02.measure_above_peak", found=_g(top), peak=_g(peak)),
-                          mistake="too_fast" if above else None, label=msg("m02.label_below_peak"),
-                          keeps=CENTRAL if above else 1.0))
+                          mistake="too_fast" if above else None, label=msg("m02.label_below_peak")))
     return parts + compared
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import CENTRAL, Part, Task, close
+from ...checks.core import Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure
@@ -434,7 +434,7 @@ def _small_sets(answer, sizes: list[int], elements: bool = False) -> Part:
         return Part(True, text, label=label)
     if elements:
         return Part(False, text, label=label)
-    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label, keeps=CENTRAL)
+    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label)
 
 
 def _too_fast(answer, device: str) -> Message:
