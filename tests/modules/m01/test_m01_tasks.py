@@ -247,6 +247,42 @@ def test_a_speedup_of_one_call_keeps_a_third_and_its_verdict_says_it_breaks_the_
     assert "breaks the rule the task is about" in first and "keeps at most a third" in first
 
 
+def test_a_slowed_speedup_reference_is_taken_again_keeping_each_sides_shorter_time(monkeypatch):
+    """A fake harness: the GPU side of the second reference took 3x as long; it is taken again (issue 27)."""
+    import types
+
+    import autograder.hardware as hardware
+    import autograder.harness as harness
+    from autograder.modules.m01_devices import lesson
+
+    monkeypatch.setattr(referee, "_LAST_REFERENCE", {})
+    monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cuda")
+    monkeypatch.setattr(lesson, "make_step", lambda device, width: None)
+    seconds = iter([0.010, 0.002, 0.010, 0.006, 0.011, 0.0025] + [0.010, 0.02] * 3)
+    monkeypatch.setattr(harness, "time_fn", lambda fn, **kw: types.SimpleNamespace(median_s=next(seconds)))
+    case = {"width": 64}
+    assert checks._speedup_reference(case, None) == {"cpu_s": 0.010, "accel_s": 0.002}
+    assert checks._speedup_reference(case, None) == {"cpu_s": 0.010, "accel_s": 0.0025}  # 0.006 taken again
+    assert checks._speedup_reference(case, None) == {"cpu_s": 0.010, "accel_s": 0.02}  # at most RETAKES more
+    assert next(seconds, None) is None
+
+
+def test_an_honest_speedup_beside_a_slowed_reference_is_told_the_machine_was_busy(monkeypatch):
+    """The reference's own rounds 5x apart: the band fails, says the machine was busy, and names no mistake (so the
+    task is not capped as one that breaks its rule)."""
+    import autograder.hardware as hardware
+
+    monkeypatch.setattr(hardware, "best_device", lambda *a, **k: "cpu")
+    good = {"cpu_s": 0.010, "accel_s": 0.011, "accel_device": "cpu", "builds": builds()}
+    slowed = [{"cpu_s": 0.05, "accel_s": 0.05}] * 2 + [{"cpu_s": 0.01, "accel_s": 0.01}]
+    t = task("m01.speedup")
+    parts = score_records(t, [{"case": t.visible()[0], "answer": speedup([good] * 3, slowed), "error": None}])
+    failed = [p for p in parts if not p.ok]
+    assert failed and all("the machine was busy" in p.message.en for p in failed)
+    assert all(p.mistake is None for p in parts) and not any("synchronize" in p.message.en for p in failed)
+    assert fraction(parts) == 0.5  # the two steps' bands
+
+
 def test_speedup_must_be_measured_while_the_referee_watches(monkeypatch):
     import autograder.hardware as hardware
 
