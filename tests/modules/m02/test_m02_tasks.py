@@ -327,6 +327,10 @@ def test_measure_outside_the_band_loses_the_band_part(measured):
     assert 0 < run_measure(consistent(4.0)) < 1.0    # 20x: no synchronize
     found = tasks._measure_score(CASE, measure_answer(consistent(4.0)), None)
     assert any("Faster than the hardware can be" in p.message.en and p.mistake == "too_fast" for p in found if not p.ok)
+    scored = core.score_records(find_task("m02.measure"), [{"case": CASE, "answer": measure_answer(consistent(4.0)),
+                                                            "error": None}])
+    assert core.fraction(scored) == pytest.approx(core.CENTRAL)  # capped by core._central, whose line comes first
+    assert "breaks the rule the task is about" in scored[0].message.en
 
 
 def test_measure_inconsistent_numbers_lose_the_consistency_part(measured):
