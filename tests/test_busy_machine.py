@@ -162,12 +162,14 @@ def test_lesson_01s_two_timers_claim_only_what_their_times_show(english):
         return (lambda: next(runs[0])), (lambda: next(runs[1]))
 
     pairs = {"fake GPU": pair([2e-6, 1e-6, 3e-6], [0.050]),   # a launch's µs jitter says nothing of the machine
-             "blocking": pair([0.020], [0.021])}                # a device whose launch waits: the timers agree
+             "blocking": pair([0.020], [0.021]),                # a device whose launch waits: the timers agree
+             "half": pair([0.010], [0.015])}
     timed = m01.timer_pairs(pairs)
-    assert timed.passes == 2 and timed.busy is None and [r["wait"] for r in timed] == [0.050, 0.021]
+    assert timed.passes == 2 and timed.busy is None and [r["wait"] for r in timed] == [0.050, 0.021, 0.015]
     assert m01.timer_lines(pairs, timed) == [
-        "fake GPU: the timer that did not wait measured 25,000x less: handing the work over, not the work",
-        "blocking: in this run the two timers did not clearly differ"]
+        "fake GPU: the timer that did not wait measured 25,000x less: not the whole work",
+        "blocking: in this run the two timers did not clearly differ",
+        "half: the timer that did not wait measured 1.5x less: not the whole work"]
     pairs = {"busy": pair([0.020], [0.021, 0.080])}   # the waiting timer stays noisy
     timed = m01.timer_pairs(pairs)
     assert timed.busy is not None and m01.timer_lines(pairs, timed) == [

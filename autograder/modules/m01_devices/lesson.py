@@ -167,12 +167,16 @@ def timer_lines(names, timed: Measured) -> list[str]:
     """One line per pair of :func:`timer_pairs`: that the timer without waiting measured less only where it clearly
     did (:func:`autograder.lesson.clearly_more`), else that the two did not clearly differ; then the busy label where
     the waiting timers stayed noisy."""
-    lines = [_t(f"{name}: 기다리지 않은 타이머가 {r['wait'] / r['no_wait']:,.0f}배 짧게 쟀습니다: 작업이 아니라 작업을 넘긴 시간입니다",
-                f"{name}: the timer that did not wait measured {r['wait'] / r['no_wait']:,.0f}x less: handing the work over, not the work")
-             if clearly_more(r["wait"], r["no_wait"]) else
-             _t(f"{name}: 이번 측정에서는 두 타이머가 뚜렷이 다르지 않았습니다", f"{name}: in this run the two timers did not clearly differ")
-             for name, r in zip(names, timed)]
+    lines = []
+    for name, r in zip(names, timed):
+        ratio = r["wait"] / r["no_wait"]
+        times = f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.1f}"
+        lines.append(_t(f"{name}: 기다리지 않은 타이머가 {times}배 짧게 쟀습니다: 작업 전체를 잰 것이 아닙니다",
+                        f"{name}: the timer that did not wait measured {times}x less: not the whole work")
+                     if clearly_more(r["wait"], r["no_wait"]) else
+                     _t(f"{name}: 이번 측정에서는 두 타이머가 뚜렷이 다르지 않았습니다", f"{name}: in this run the two timers did not clearly differ"))
     return lines + busy_labels(timed)
+
 
 VENDOR_COLORS = {"NVIDIA": "tab:green", "AMD": "tab:red", "Apple": "tab:gray", "Google": "tab:blue",
                  "AWS": "tab:orange", "Intel": "tab:cyan"}
