@@ -176,19 +176,27 @@ class Measured(list):
         from .i18n import msg
         return msg("measure.busy", spread=f"{100 * self.spread:.0f}") if self.spread > SPREAD_LIMIT else None
 
+    def carried(self, values: Iterable) -> Measured:
+        """``values``, one per point (rows made from this series, say), as a series with this one's spread and passes."""
+        series = Measured(values)
+        series.spread, series.passes = self.spread, self.passes
+        return series
+
 
 def measure(fn, points: Sequence, better=max, budget_s: float = REMEASURE_S, desc: str | None = None,
-            key: str | None = None) -> Measured:
+            key: str | None = None, agree=bool) -> Measured:
     """``fn(point)`` at every point, measured twice in turns, and again (a whole pass at a time) while a point's two
     best values differ by more than :data:`SPREAD_LIMIT` and ``budget_s`` allows. ``better``: ``max`` for rates,
-    ``min`` for times; ``key``: where ``fn`` returns a dict, the figure compared (the best dict is kept). The one rule
-    by which a lesson's figure or table of measurements is known to be steady or busy."""
+    ``min`` for times; ``key``: where ``fn`` returns a dict, the figure compared (the best dict is kept); ``agree``:
+    where processes measure together (ranks), each one's wish to measure again in, the group's decision out, so all
+    make the same calls. The one rule by which a lesson's figure or table of measurements is known to be steady or
+    busy."""
     from .progress import progress
     runs = [[fn(p)] for p in progress(points, desc=desc)]
     deadline = time.perf_counter() + budget_s
     series = _best_of(runs, better, key)
-    while runs and len(runs[0]) < MAX_PASSES and (len(runs[0]) < 2 or (series.spread > SPREAD_LIMIT
-                                                               and time.perf_counter() < deadline)):
+    while agree(bool(runs) and len(runs[0]) < MAX_PASSES and (len(runs[0]) < 2 or (series.spread > SPREAD_LIMIT
+                                                                                 and time.perf_counter() < deadline))):
         for run, p in zip(runs, points):
             run.append(fn(p))
         series = _best_of(runs, better, key)
