@@ -175,6 +175,35 @@ def test_lesson_01s_two_timers_claim_only_what_their_times_show(english):
     assert timed.busy is not None and m01.timer_lines(pairs, timed) == [
         "busy: in this run the two timers did not clearly differ", "this machine is busy: spread 74 %"]
 
+def test_lesson_02s_matmuls_keep_the_task_size_are_timed_in_turns_and_compare_only_where_clear(english, monkeypatch):
+    """Lesson 02's table of matmul TFLOP/s per dtype, on a fake ``reference.matmul_tflops`` (TFLOP/s per dtype and size)."""
+    from autograder import reference
+    from autograder.modules.m02_gpu_architecture import lesson as m02
+    calls = []
+
+    def matmuls(rates):
+        runs = {key: iter(itertools.chain(v, itertools.repeat(v[-1]))) for key, v in rates.items()}
+        monkeypatch.setattr(reference, "matmul_tflops", lambda dt, device, budget_s, sizes: calls.append((dt, sizes[0]))
+                            or {"tflops": next(runs[dt, sizes[0]])})
+        calls.clear()
+        return m02.measured_matmuls("cpu", sorted({dt for dt, _ in rates}, reverse=True), None)
+
+    # fp32 first takes 0.05 s at n = 512 (n = 1024 would be faster: never timed); its one fast run is never seen again
+    found = matmuls({("float32", 256): [0.002], ("float32", 512): [0.003, 0.001], ("float32", 1024): [0.1],
+                     ("bfloat16", 256): [0.00001]})
+    assert calls[:3] == [("float32", 256), ("float32", 512), ("bfloat16", 256)]     # the size search: pass 1
+    assert calls[3:] == [("float32", 512), ("bfloat16", 256)] * (lesson.MAX_PASSES - 1)   # then the dtypes in turns
+    assert [(r["dtype"], r["n"], r["tflops"]) for r in found] == [("float32", 512, 0.003), ("bfloat16", 256, 0.00001)]
+    assert found.busy.en == "this machine is busy: spread 67 %"
+    assert m02.matmul_lines(found) == ["bfloat16: 300x slower than float32 in this run"]
+
+    found = matmuls({("float32", 256): [0.0006], ("bfloat16", 256): [0.0006, 0.00055]})   # steady and close
+    assert found.passes == 2 and found.busy is None
+    assert m02.matmul_lines(found) == ["bfloat16: in this run not clearly different from float32"]
+    found = matmuls({("float32", 256): [0.0006], ("bfloat16", 256): [0.0002]})
+    assert m02.matmul_lines(found) == ["bfloat16: 3.0x slower than float32 in this run"]
+
+
 # ---------------------------------------------------------------- no share of a measured peak passes 100 %
 def test_a_measured_peak_is_raised_to_what_was_just_seen_and_says_so(english):
     assert reference.best_seen(0.065, 0.03) == (0.065, None)

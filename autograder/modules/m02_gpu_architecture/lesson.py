@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ...datafile import read_yaml
 from ...i18n import Message, msg
+from ...lesson import Measured, measure
 
 _DATA = Path(__file__).parent / "data" / "formats.yaml"
 
@@ -472,27 +473,69 @@ def sparse_24_speedup(device: str, size: int = 4096) -> str:
             f"{_t('속도 향상', 'speed-up')} {dense_t / sparse_t:.2f}x")
 
 
-def measured_matmuls(device: str, dtypes: list[str], spec) -> list[dict]:
+def measured_matmuls(device: str, dtypes: list[str], spec) -> Measured:
     """The course's matmul per dtype at the size exercise task 6 asks for (the first n = 256, 512, ... whose
     multiplication takes at least 0.05 s, at most 8192; not the fastest of several sizes, which load biases upwards),
-    with the spec's dense peak where the device has a spec sheet."""
+    with the spec's dense peak where the device has a spec sheet. Each dtype keeps its size; the dtypes are then
+    timed in turns (:func:`autograder.lesson.measure`, the size search's last run being the first pass), so the
+    rows carry the spread that says whether the machine was busy."""
     from ... import reference
     from ...progress import progress
-    from .tasks import BUDGET_S, FIRST_N, LAST_N
 
-    rows = []
+    found = {}   # dtype: (its size, its first run at that size)
     for dt in progress(dtypes, desc="matmul"):
-        n = FIRST_N
         try:
-            while True:
-                result = reference.matmul_tflops(dt, device, budget_s=0.4, sizes=[n])
-                if 2 * n**3 / (result["tflops"] * 1e12) >= BUDGET_S or n >= LAST_N:
-                    break
-                n *= 2
+            found[dt] = _task_size(dt, device)
         except (ValueError, RuntimeError) as exc:  # a dtype this device cannot run
             print(dt, "→", exc)
-            continue
+    first = {dt: iter([run]) for dt, (_, run) in found.items()}
+    runs = measure(lambda dt: next(first[dt], None) or
+                   reference.matmul_tflops(dt, device, budget_s=0.4, sizes=[found[dt][0]]), list(found), key="tflops")
+    rows = []
+    for dt, result in zip(found, runs):
         peak = spec.peak(dt) if spec else None
-        rows.append({"dtype": dt, "n": n, "tflops": result["tflops"], "peak": peak,
+        rows.append({"dtype": dt, "n": found[dt][0], "tflops": result["tflops"], "peak": peak,
                      "share": f"{result['tflops'] / peak:.0%}" if peak else "—"})
-    return rows
+    return runs.carried(rows)
+
+
+def _task_size(dtype: str, device: str) -> tuple[int, dict]:
+    """Exercise task 6's size for ``dtype`` (the first n = 256, 512, ... whose multiplication takes at least
+    0.05 s, at most 8192) and the run that found it."""
+    from ... import reference
+    from .tasks import BUDGET_S, FIRST_N, LAST_N
+
+    n = FIRST_N
+    while True:
+        result = reference.matmul_tflops(dtype, device, budget_s=0.4, sizes=[n])
+        if 2 * n**3 / (result["tflops"] * 1e12) >= BUDGET_S or n >= LAST_N:
+            return n, result
+        n *= 2
+
+
+def matmul_lines(rows: list[dict]) -> list[str]:
+    """What the table of :func:`measured_matmuls` shows of each dtype against fp32: faster or slower only where its
+    figure is clearly apart (:func:`autograder.lesson.clearly_more`)."""
+    from ...lesson import clearly_more, t
+    from ...reference import canonical_dtype
+
+    base = next((r for r in rows if canonical_dtype(r["dtype"]) == "fp32"), None)
+    lines = []
+    for r in rows if base else []:
+        if r is base:
+            continue
+        name, fp32, ours, theirs = r["dtype"], base["dtype"], r["tflops"], base["tflops"]
+        if clearly_more(ours, theirs):
+            lines.append(t(f"{name}: 이번 측정에서 {fp32}보다 {_times(ours / theirs)}배 빠릅니다",
+                           f"{name}: {_times(ours / theirs)}x faster than {fp32} in this run"))
+        elif clearly_more(theirs, ours):
+            lines.append(t(f"{name}: 이번 측정에서 {fp32}보다 {_times(theirs / ours)}배 느립니다",
+                           f"{name}: {_times(theirs / ours)}x slower than {fp32} in this run"))
+        else:
+            lines.append(t(f"{name}: 이번 측정에서는 {fp32}와 뚜렷이 다르지 않았습니다",
+                           f"{name}: in this run not clearly different from {fp32}"))
+    return lines
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.1f}"
