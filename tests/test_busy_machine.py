@@ -204,6 +204,44 @@ def test_lesson_02s_matmuls_keep_the_task_size_are_timed_in_turns_and_compare_on
     assert m02.matmul_lines(found) == ["bfloat16: 3.0x slower than float32 in this run"]
 
 
+def test_lesson_04s_techniques_are_timed_in_turns_and_compared_with_plain_only_where_clear(english, monkeypatch):
+    """Lesson 04's table and step-time plot of the four techniques, on a fake ``measure`` (step seconds per pass)."""
+    import matplotlib.pyplot as plt
+
+    from autograder.modules.m04_training_memory import lesson as m04
+    calls = []
+
+    def techniques(steps):
+        runs = {name: iter(itertools.chain(v, itertools.repeat(v[-1]))) for name, v in steps.items()}
+        def measure(technique, device, budget_s):
+            calls.append(technique)
+            step_s = next(runs[technique])
+            return m04.Result(technique, None if step_s is None else 1 << 20, step_s, "method")
+        monkeypatch.setattr(m04, "measure", measure)
+        calls.clear()
+        return m04.measure_techniques("cpu")
+
+    # no autocast on this device (no step time); plain caught one fast moment, never seen again
+    found = techniques({"plain": [0.010, 0.030], "autocast": [None], "checkpoint": [0.011], "accumulation": [0.024]})
+    assert calls == list(m04.TECHNIQUES) * lesson.MAX_PASSES
+    assert [r.step_s for r in found] == [0.010, None, 0.011, 0.024] and found.busy is not None
+    assert m04.technique_lines(found) == [
+        "checkpointing: in this run the step time did not clearly differ from plain training's",
+        "accumulation ×4: in this run a step took 2.4x as long as plain training's"]
+    try:
+        m04.plot_techniques(found, "cpu")
+        assert plt.gcf().axes[1].get_title().splitlines() == ["Step time (cpu)", "this machine is busy: spread 67 %"]
+    finally:
+        plt.close("all")
+
+    found = techniques({"plain": [0.010], "autocast": [0.004, 0.0041], "checkpoint": [0.013], "accumulation": [0.011]})
+    assert calls == list(m04.TECHNIQUES) * 2 and found.busy is None
+    assert m04.technique_lines(found) == [
+        "autocast: in this run a step was 2.5x faster than plain training's",
+        "checkpointing: in this run a step took 1.3x as long as plain training's",
+        "accumulation ×4: in this run the step time did not clearly differ from plain training's"]
+
+
 # ---------------------------------------------------------------- no share of a measured peak passes 100 %
 def test_a_measured_peak_is_raised_to_what_was_just_seen_and_says_so(english):
     assert reference.best_seen(0.065, 0.03) == (0.065, None)

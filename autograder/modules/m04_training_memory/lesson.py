@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ...i18n import Message, msg
 from .data import table
-from ...lesson import LABEL
+from ...lesson import LABEL, Measured
 
 TECHNIQUES = ("plain", "autocast", "checkpoint", "accumulation")
 MICRO_BATCHES = 4
@@ -311,6 +311,20 @@ def measure(technique: str, device: str = "cpu", budget_s: float = 1.0, size: in
     thread: a shared or busy CPU slows every technique alike instead of stalling threads that wait for each other)."""
     with one_cpu_thread(device):
         return _measure(technique, device, budget_s, size, timer, probe)
+
+
+def measure_techniques(device: str = "cpu", budget_s: float = 0.3, **kw) -> Measured:
+    """:func:`measure` of every technique, in turns, twice and again while a step time is noisy
+    (:func:`autograder.lesson.measure`): each technique's :class:`Result` with its fastest step, carrying the spread
+    that says whether the machine was busy. A technique this device cannot run has no step time and counts as
+    steady."""
+    from ...lesson import measure as in_turns
+
+    def step(technique):
+        result = measure(technique, device, budget_s, **kw)
+        return {"step_s": result.step_s or 0.0, "result": result}
+    runs = in_turns(step, list(TECHNIQUES), better=min, key="step_s")
+    return runs.carried(r["result"] for r in runs)
 
 
 @contextmanager
@@ -778,6 +792,30 @@ def technique_rows(results: list) -> list[dict]:
              t("비고", "note"): r.note or ""} for r in results]
 
 
+def technique_lines(results: list) -> list[str]:
+    """Each technique's step time against plain training's, as a sentence true of ``results``: slower or faster only
+    where the two are clearly apart (:func:`autograder.lesson.clearly_more`)."""
+    from ...lesson import clearly_more, t
+
+    names = technique_names()
+    plain = next((r for r in results if r.technique == "plain" and r.step_s), None)
+    lines = []
+    for r in results if plain else []:
+        if r is plain or not r.step_s:
+            continue
+        name, ratio = names[r.technique], r.step_s / plain.step_s
+        if clearly_more(r.step_s, plain.step_s):
+            lines.append(t(f"{name}: 이번 측정에서 스텝이 기본보다 {ratio:.1f}배 느렸습니다",
+                           f"{name}: in this run a step took {ratio:.1f}x as long as plain training's"))
+        elif clearly_more(plain.step_s, r.step_s):
+            lines.append(t(f"{name}: 이번 측정에서 스텝이 기본보다 {1 / ratio:.1f}배 빨랐습니다",
+                           f"{name}: in this run a step was {1 / ratio:.1f}x faster than plain training's"))
+        else:
+            lines.append(t(f"{name}: 이번 측정에서는 스텝 시간이 기본과 뚜렷이 다르지 않았습니다",
+                           f"{name}: in this run the step time did not clearly differ from plain training's"))
+    return lines
+
+
 def technique_names() -> dict:
     from ...lesson import t
 
@@ -786,9 +824,11 @@ def technique_names() -> dict:
 
 
 def plot_techniques(results: list, device: str):
+    """Peak memory and step time of each technique measured (the step times with the busy label where they stayed
+    noisy)."""
     import matplotlib.pyplot as plt
 
-    from ...lesson import t
+    from ...lesson import t, title
 
     names, ok = technique_names(), [r for r in results if r.peak_bytes is not None]
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -797,6 +837,7 @@ def plot_techniques(results: list, device: str):
     axes[0].set_title(t("한 스텝의 최대 메모리(워밍업 뒤 증가분)", "Peak memory of one step (above the start)"))
     axes[1].bar([names[r.technique] for r in ok], [r.step_s * 1e3 for r in ok], color="#dd8452")
     axes[1].set_ylabel("ms")
-    axes[1].set_title(t(f"스텝 시간({device})", f"Step time ({device})"))
+    step_time = t(f"스텝 시간({device})", f"Step time ({device})")
+    axes[1].set_title(title(step_time, step_time, results))
     fig.tight_layout()
     return fig
