@@ -242,6 +242,56 @@ def test_lesson_04s_techniques_are_timed_in_turns_and_compared_with_plain_only_w
         "accumulation ×4: in this run the step time did not clearly differ from plain training's"]
 
 
+def test_lesson_05s_sweep_is_timed_in_turns_by_ranks_that_agree_and_its_fit_is_caveated_when_busy(english, monkeypatch,
+                                                                                                    capsys):
+    """Lesson 05's all-reduce sweep: the rank program run in this process on a fake ``measure_allreduce`` (seconds
+    per size and pass) and a fake all-reduce standing for the other ranks' wish to measure again."""
+    import matplotlib.pyplot as plt
+    import torch.distributed as dist
+
+    from autograder import ranks
+    from autograder.modules.m05_networking import lesson as m05
+    shown, calls = [], []
+    monkeypatch.setattr("IPython.display.display", lambda html: shown.append(html.data))
+    monkeypatch.setattr(plt, "show", lambda: None)
+    monkeypatch.setattr(ranks, "run", lambda fn, args, world_sizes, backend: [[fn(*args)]])
+
+    def sweep(times, others=(1,)):
+        runs = {size: iter(itertools.chain(v, itertools.repeat(v[-1]))) for size, v in times.items()}
+        monkeypatch.setattr(ranks, "measure_allreduce", lambda d, sizes, budget_s, total_s, device: calls.append(sizes[0])
+                            or [{"seconds": next(runs[sizes[0]])}])
+        wishes = itertools.chain(others, itertools.repeat(others[-1]))   # the other ranks' wish to measure again
+        monkeypatch.setattr(dist, "all_reduce", lambda flag, op: flag.clamp_(max=next(wishes)))
+        calls.clear()
+        return m05.measure_allreduce_sizes(list(times), 4, "gloo", "cpu")
+
+    sizes = [4096, 1 << 20, 16 << 20]
+    seconds = sweep({4096: [1e-4], 1 << 20: [2e-3, 2.1e-3], 16 << 20: [0.030, 0.031]})   # steady
+    assert calls == sizes * 2 and seconds == [1e-4, 2e-3, 0.030] and seconds.busy is None
+    fit = m05.fit_alpha_beta(sizes, seconds, 4)
+    assert m05.fit_line(fit, 4, "gloo", seconds).startswith("gloo, 4 ranks: α = ")
+    m05.show_allreduce(sizes, seconds, [1.0, 2.0, 3.0])
+    assert shown[-1].endswith("</table>")
+
+    seconds = sweep({4096: [1e-4, 3e-4], 1 << 20: [2e-3], 16 << 20: [0.030]})   # one fast moment at 4 KiB
+    assert calls == sizes * lesson.MAX_PASSES and seconds.busy is not None and seconds.passes == lesson.MAX_PASSES
+    line = m05.fit_line(m05.fit_alpha_beta(sizes, seconds, 4), 4, "gloo", seconds)
+    assert line.splitlines()[0] == ("This machine is busy and the times stayed noisy (spread 67 %), so this α and β "
+                                    "are unreliable:") and line.splitlines()[1].startswith("gloo, 4 ranks: α = ")
+    m05.show_allreduce(sizes, seconds, [1.0, 2.0, 3.0])
+    assert shown[-1].endswith("<p>this machine is busy: spread 67 %</p>")
+    try:
+        m05.plot_busbw_fit(sizes, [1.0, 2.0, 3.0], fit, 4, "gloo", seconds)
+        assert plt.gcf().axes[0].get_title().splitlines() == ["gloo all-reduce, 4 ranks (this machine)",
+                                                              "this machine is busy: spread 67 %"]
+    finally:
+        plt.close("all")
+
+    seconds = sweep({4096: [1e-4, 3e-4], 1 << 20: [2e-3], 16 << 20: [0.030]}, others=(1, 0))   # after two passes
+    assert calls == sizes * 2 and seconds.passes == 2 and seconds.busy is not None   # another is out of time: all stop
+    assert capsys.readouterr().err == ""
+
+
 # ---------------------------------------------------------------- no share of a measured peak passes 100 %
 def test_a_measured_peak_is_raised_to_what_was_just_seen_and_says_so(english):
     assert reference.best_seen(0.065, 0.03) == (0.065, None)

@@ -13,8 +13,8 @@ import shutil
 import subprocess
 from typing import Callable
 
-from ... import profiles
-from ...lesson import show_table, t
+from ... import profiles, ranks
+from ...lesson import Measured, busy_labels, measure, show_table, t, title
 from ...ranks import BUSBW_FACTORS
 from .tables import DATA, NAMES, data, nccl_log, network_links, nodes, nvlink_links, pcie_links, sources, superpod
 from ...lesson import LABEL
@@ -23,7 +23,7 @@ __all__ = ["data", "nccl_log", "network_links", "nodes", "nvlink_links", "pcie_l
            "show_machine", "show_pcie", "show_nvlink", "show_ports", "plot_link_bars", "show_nodes", "show_topology",
            "show_levels", "plot_levels", "ring_widget", "plot_allreduce_times", "explore_costs",
            "show_busbw_factors", "show_log", "plot_measured_8xh100", "show_allreduce_levels", "show_min_batches",
-           "plot_dp_crossing", "show_allreduce", "plot_busbw_fit", "show_sources", "fit_alpha_beta", "ring_states",
+           "plot_dp_crossing", "measure_allreduce_sizes", "allreduce_in_turns", "show_allreduce", "fit_line", "plot_busbw_fit", "show_sources", "fit_alpha_beta", "ring_states",
            "nvlink_gbs"]
 
 PROFILE_FIELDS = ("label", "interconnect.nvlink_gen", "interconnect.nvlink_links",
@@ -318,14 +318,61 @@ def plot_dp_crossing(c: float, w: float, measured: dict) -> None:
 
 
 # ---------------------------------------------------------------- 8. measured on this machine
+REMEASURE_S = 2.0   # at most this long measuring a noisy sweep again (each pass of the ranks takes about a second)
+
+
+def measure_allreduce_sizes(sizes: list[int], world: int, backend: str, device: str, budget_s: float = 0.2) -> Measured:
+    """One all-reduce's seconds per size on ``world`` ranks started once (:func:`autograder.ranks.run` of
+    :func:`allreduce_in_turns`): the sizes measured in turns, the fastest of two passes, more while noisy."""
+    timed = ranks.run(allreduce_in_turns, [sizes, budget_s, device], world_sizes=[world], backend=backend)[0][0]
+    series = Measured(timed["seconds"])
+    series.spread, series.passes = timed["spread"], timed["passes"]
+    return series
+
+
+def allreduce_in_turns(sizes: list[int], budget_s: float = 0.2, device: str = "cpu") -> dict:
+    """Rank program: :func:`autograder.ranks.measure_allreduce` of each size, the sizes in turns as
+    :func:`autograder.lesson.measure` takes them (twice, again while a size's two fastest differ by more than its
+    spread limit and :data:`REMEASURE_S` allows); the ranks agree on measuring again, so all make the same calls.
+    Returns ``seconds`` (the fastest per size), ``spread`` and ``passes``."""
+    import torch
+    import torch.distributed as dist
+    dev = torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device("cpu")
+
+    def agree(again: bool) -> bool:
+        flag = torch.tensor([int(again)], dtype=torch.int64, device=dev)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)   # one rank done: all are
+        return bool(flag.item())
+    timed = measure(lambda size: ranks.measure_allreduce(dist, [size], budget_s, None, device)[0]["seconds"], sizes,
+                    better=min, budget_s=REMEASURE_S, agree=agree)
+    return {"seconds": list(timed), "spread": timed.spread, "passes": timed.passes}
+
+
 def show_allreduce(sizes: list[int], seconds: list[float], busbw: list[float]) -> None:
-    """Measured all-reduce: size, time per call, algbw and busbw."""
+    """Measured all-reduce: size, time per call, algbw and busbw (with the busy label where ``seconds``, a
+    :class:`autograder.lesson.Measured`, stayed noisy)."""
     show_table([{t("크기 (KiB)", "size (KiB)"): s // 1024, t("시간 (µs)", "time (µs)"): sec * 1e6,
-                 "algbw GB/s": s / sec / 1e9, "busbw GB/s": b} for s, sec, b in zip(sizes, seconds, busbw)])
+                 "algbw GB/s": s / sec / 1e9, "busbw GB/s": b} for s, sec, b in zip(sizes, seconds, busbw)],
+               measured=seconds)
 
 
-def plot_busbw_fit(sizes: list[int], busbw: list[float], fit: dict, world: int, backend: str) -> None:
-    """Measured busbw against message size with the fitted α-β model and β."""
+def fit_line(fit: dict, world: int, backend: str, seconds: list[float]) -> str:
+    """The fitted α and β in a sentence; where ``seconds`` (a :class:`autograder.lesson.Measured`) stayed noisy, only
+    after the caveat that on this busy machine they are unreliable."""
+    line = (f"{backend}, {world} {t('랭크', 'ranks')}: α = {fit['alpha_s'] * 1e6:.1f} µs / {t('단계', 'step')}, "
+            f"β = {fit['beta_bytes_s'] / 1e9:.3f} GB/s ({t('큰 메시지에서 busbw가 다가가는 값', 'the busbw large messages approach')})")
+    if not busy_labels(seconds):
+        return line
+    spread = f"{100 * seconds.spread:.0f}"
+    return "\n".join([t(f"이 컴퓨터가 바빠 시간이 흔들렸으므로(퍼짐 {spread}%) 아래 α와 β는 믿을 수 없습니다:",
+                         f"This machine is busy and the times stayed noisy (spread {spread} %), so this α and β are unreliable:"),
+                       line])
+
+
+def plot_busbw_fit(sizes: list[int], busbw: list[float], fit: dict, world: int, backend: str,
+                   seconds: list[float] = ()) -> None:
+    """Measured busbw against message size with the fitted α-β model and β (with the busy label where ``seconds``
+    stayed noisy)."""
     import numpy as np
     plt = _plt()
     factor = BUSBW_FACTORS["all_reduce"](world)
@@ -337,7 +384,8 @@ def plot_busbw_fit(sizes: list[int], busbw: list[float], fit: dict, world: int, 
     ax.axhline(fit["beta_bytes_s"] / 1e9, color="gray", ls=":", label="β")
     ax.set_xlabel(t("메시지 크기 (바이트)", "message size (bytes)"))
     ax.set_ylabel("busbw (GB/s)")
-    ax.set_title(t(f"{backend} all-reduce, 랭크 {world}개 (이 컴퓨터)", f"{backend} all-reduce, {world} ranks (this machine)"))
+    name = t(f"{backend} all-reduce, 랭크 {world}개 (이 컴퓨터)", f"{backend} all-reduce, {world} ranks (this machine)")
+    ax.set_title(title(name, name, seconds))
     ax.legend()
     _finish(plt)
 
