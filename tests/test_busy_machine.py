@@ -292,6 +292,26 @@ def test_lesson_05s_sweep_is_timed_in_turns_by_ranks_that_agree_and_its_fit_is_c
     assert capsys.readouterr().err == ""
 
 
+def test_lesson_07s_gpu_pairs_are_timed_in_turns_and_called_faster_only_where_clear(english):
+    """Lesson 07's GPU section (course kernels against PyTorch's and cuBLAS's), on scripted rates (no GPU here)."""
+    from autograder.modules.m07_kernels import lesson as m07
+    fn, calls = scripted({"ours": [700.0], "torch": [1400.0, 1300.0], "tile": [1.1, 0.2], "cublas": [1.2]})
+    pairs = {"copy": ("GB/s", {"course kernel": lambda: fn("ours"), "PyTorch": lambda: fn("torch")}),
+             "matmul 2048": ("TFLOP/s", {"tile-8 kernel": lambda: fn("tile"), "cuBLAS": lambda: fn("cublas")})}
+    rates = m07.measure_pairs(pairs)
+    assert calls == ["ours", "torch", "tile", "cublas"] * lesson.MAX_PASSES and rates == [700.0, 1400.0, 1.1, 1.2]
+    assert m07.pair_lines(pairs, rates) == [   # the tile kernel's one fast run is never seen again: no claim, busy
+        "copy: course kernel 700 GB/s, PyTorch 1,400 GB/s: PyTorch is 2.0x faster than course kernel",
+        "matmul 2048: tile-8 kernel 1.10 TFLOP/s, cuBLAS 1.20 TFLOP/s: in this run not clearly different",
+        "this machine is busy: spread 82 %"]
+    fn, calls = scripted({"ours": [700.0], "torch": [650.0], "tile": [0.5], "cublas": [20.0]})
+    rates = m07.measure_pairs(pairs)
+    assert calls == ["ours", "torch", "tile", "cublas"] * 2 and rates.busy is None
+    assert m07.pair_lines(pairs, rates) == [
+        "copy: course kernel 700 GB/s, PyTorch 650 GB/s: in this run not clearly different",
+        "matmul 2048: tile-8 kernel 0.50 TFLOP/s, cuBLAS 20.00 TFLOP/s: cuBLAS is 40x faster than tile-8 kernel"]
+
+
 # ---------------------------------------------------------------- no share of a measured peak passes 100 %
 def test_a_measured_peak_is_raised_to_what_was_just_seen_and_says_so(english):
     assert reference.best_seen(0.065, 0.03) == (0.065, None)

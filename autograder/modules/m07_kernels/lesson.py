@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ...datafile import read_yaml
-from ...lesson import LABEL, show_table, t
+from ...lesson import LABEL, Measured, busy_labels, clearly_more, measure, show_table, t
 from .tasks import cdiv, matmul_budget
 
 
@@ -134,3 +134,31 @@ def tile_explorer():
 
     out = widgets.interactive_output(show, {"n": size, "tile_size": tile, "regs": registers})
     display(widgets.VBox([size, tile, registers]), out)
+
+
+def measure_pairs(pairs: dict) -> Measured:
+    """``{what: (unit, {who: rate function})}`` (rates, higher is better), every rate measured in turns
+    (:func:`autograder.lesson.measure`): the best of two passes, more while noisy; the rates in the order given."""
+    points = [(what, who) for what, (_, rates) in pairs.items() for who in rates]
+    return measure(lambda point: pairs[point[0]][1][point[1]](), points)
+
+
+def pair_lines(pairs: dict, rates: Measured) -> list[str]:
+    """One line per ``what`` of :func:`measure_pairs`: its two rates, and the higher as so many times faster only where
+    it is clearly higher (:func:`autograder.lesson.clearly_more`); then the busy label where they stayed
+    noisy."""
+    found, lines = iter(rates), []
+    for what, (unit, timers) in pairs.items():
+        (first, a), (second, b) = zip(timers, found)
+        both = f"{what}: {first} {_rate(a)} {unit}, {second} {_rate(b)} {unit}"
+        if clearly_more(a, b) or clearly_more(b, a):
+            (high, x), (low, y) = sorted([(first, a), (second, b)], key=lambda pair: -pair[1])
+            times = f"{x / y:,.0f}" if x / y >= 10 else f"{x / y:.1f}"
+            lines.append(both + t(f": {high} 쪽이 {low}보다 {times}배 빠릅니다", f": {high} is {times}x faster than {low}"))
+        else:
+            lines.append(both + t(": 이번 측정에서는 뚜렷이 다르지 않았습니다", ": in this run not clearly different"))
+    return lines + busy_labels(rates)
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
