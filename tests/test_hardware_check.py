@@ -91,6 +91,16 @@ def test_measurements_only_keeps_the_measurement_checks_and_what_they_need():
     assert len(_exercise().cells) == 9  # a copy: the notebook given is left as it was
 
 
+def test_measurements_only_repeats_each_measurement_check_with_its_own_ids():
+    kept = measurements_only(_exercise(), repeat=3)
+    graded = [c for c in kept.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert [c.metadata["nbgrader"]["grade_id"] for c in graded] == ["count_test", "count_test-r2", "count_test-r3"]
+    assert {c.source for c in graded} == {'check("m00.count", count_positive, points=2)'}
+    ids = [c["id"] for c in kept.cells if "id" in c]
+    assert len(ids) == len(set(ids))
+    nbformat.validate(kept)
+
+
 def test_scratch_course_with_measurements_grades_only_them(tmp_path):
     (tmp_path / "solutions" / "00_demo").mkdir(parents=True)
     nbformat.write(_exercise(), str(tmp_path / "solutions" / "00_demo" / "demo.ipynb"))

@@ -107,6 +107,50 @@ def test_take_reference_returns_plain_data_or_the_error():
     assert referee.take_reference(fake_task(reference=broken), 1, 5) == {"error": "RuntimeError: no device"}
 
 
+def test_a_reference_that_fell_since_the_last_one_is_taken_again_keeping_the_best(monkeypatch):
+    """``retaken``: a reference that fell by SPREAD or more against the last one taken for its key is taken again,
+    at most RETAKES times, keeping the best; the first one of a key has nothing to compare with."""
+    monkeypatch.setattr(referee, "_LAST_REFERENCE", {})
+    speeds = iter([9.0, 3.0, 8.0, 6.0, 1.0, 2.0, 1.0, 7.0])
+    taken = []
+
+    def take():
+        taken.append(next(speeds))
+        return taken[-1]
+
+    def again(key):
+        taken.clear()
+        return referee.retaken(key, take, lambda speed: [speed], max), list(taken)
+    assert again(["t", {"case": 1}]) == (9.0, [9.0])             # the first: kept as it came
+    assert again(["t", {"case": 1}]) == (8.0, [3.0, 8.0])        # 3 fell 3x against 9: again, the better kept
+    assert again(["t", {"case": 1}]) == (6.0, [6.0])             # 6 is within 1.5x of 8: once
+    assert referee.RETAKES == 2
+    assert again(["t", {"case": 1}]) == (2.0, [1.0, 2.0, 1.0])   # at most RETAKES more, the best of them kept
+    assert again(["t", {"case": 2}]) == (7.0, [7.0])             # another case has its own last reference
+    assert next(speeds, None) is None
+
+
+def test_a_reference_is_taken_again_when_any_of_its_figures_fell(monkeypatch):
+    monkeypatch.setattr(referee, "_LAST_REFERENCE", {})
+    times = iter([(1.0, 1.0), (1.0, 2.0), (1.2, 1.1)])  # seconds: the second side took twice as long
+
+    def take():
+        return dict(zip("ab", next(times)))
+    speeds = lambda r: [1 / r["a"], 1 / r["b"]]  # noqa: E731
+    shorter = lambda x, y: {k: min(x[k], y[k]) for k in x}  # noqa: E731
+    assert referee.retaken("k", take, speeds, shorter) == {"a": 1.0, "b": 1.0}
+    assert referee.retaken("k", take, speeds, shorter) == {"a": 1.0, "b": 1.1}
+    assert next(times, None) is None
+
+
+def test_busy_is_the_spread_of_the_reference_rounds_from_spread_on():
+    steady = answer([1, 1, 1], reference=[{"x": 2.0}, {"x": 2.2}, {"x": 1.6}])
+    assert referee.busy(steady, lambda ref: ref["x"]) is None                       # 1.375x apart: not busy
+    slowed = answer([1, 1, 1], reference=[{"x": 2.0}, {"x": 1.0}, {"x": 1.9}])
+    assert referee.busy(slowed, lambda ref: ref["x"]) == pytest.approx(2.0)
+    assert referee.busy(answer([1], reference=[{"x": 2.0}]), lambda ref: ref["x"]) is None  # one round: no spread
+
+
 # ---------------------------------------------------------------- the local referee (a learner's kernel)
 def test_rounds_and_references_take_turns(monkeypatch):
     monkeypatch.delenv(referee.SOCKET_ENV, raising=False)

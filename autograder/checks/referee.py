@@ -171,6 +171,27 @@ def take_reference(task, case: Any, answer: Any) -> Any:
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
+SPREAD = 1.5  # reference figures this far apart (fastest / slowest): the machine slowed the reference
+RETAKES = 2  # a reference that fell by SPREAD since the last one taken for its case is taken again at most this often
+_LAST_REFERENCE: dict = {}  # key (JSON) -> the figures of the last reference taken for it in this process
+
+
+def retaken(key: Any, take, figures, best) -> Any:
+    """The one rule of a slowed reference: ``take()``, and where one of its ``figures(result)`` (speeds: higher is
+    faster) fell by :data:`SPREAD` or more against the last reference taken for ``key`` (JSON data: the task and its
+    case; the reference measures the same thing every time, so the machine slowed it), take it again, at most
+    :data:`RETAKES` times, keeping ``best(result, again)`` (load only ever slows a measurement down)."""
+    key = json.dumps(key, sort_keys=True)
+    result = take()
+    for _ in range(RETAKES):
+        last = _LAST_REFERENCE.get(key)
+        if last is None or not any(now * SPREAD <= then for now, then in zip(figures(result), last)):
+            break
+        result = best(result, take())
+    _LAST_REFERENCE[key] = list(figures(result))
+    return result
+
+
 # ---------------------------------------------------------------- scoring helpers (pure)
 def rounds(answer: Any) -> list:
     """The learner's answer of every round."""
@@ -256,6 +277,13 @@ def spread(answer: Any, theirs) -> float | None:
     None with fewer than two. The reference measures the same thing every round, so a spread is the machine's load."""
     refs = [b for b in (_positive(theirs, r) for r in observed(answer).get("reference") or []) if b is not None]
     return max(refs) / min(refs) if len(refs) >= 2 else None
+
+
+def busy(answer: Any, theirs) -> float | None:
+    """The :func:`spread` of the reference's own rounds where it is :data:`SPREAD` or more, else None: then the machine
+    was busy and slowed the reference, and a verdict outside the band says so and names no mistake."""
+    found = spread(answer, theirs)
+    return found if found is not None and found >= SPREAD else None
 
 
 def which_round(count: int) -> Message:

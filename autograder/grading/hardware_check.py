@@ -22,6 +22,7 @@ from . import export, records
 from .batch import grade_class
 from .course import REPO, Course, GradingError
 from .generate import generate
+from .worker import Limits
 
 VERSIONS = {"reference": "source", "student": "release"}  # which course folder each version is copied from
 
@@ -36,31 +37,47 @@ def measurement_tasks(source: str) -> list[str]:
     return [call.task for call in records.calls(source) if task(call.task).measurement]
 
 
-def measurements_only(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+def measurements_only(notebook: nbformat.NotebookNode, repeat: int = 1) -> nbformat.NotebookNode:
     """``notebook`` without the graded cells of other tasks than measurements and without the code cells a
     learner runs for themself (neither solution nor locked: nothing graded reads them); text, setup, given code
-    and every solution stay."""
+    and every solution stay. ``repeat``: each measurement test cell that many times in a row (grade ids
+    ``ID``, ``ID-r2``, ...), so one kernel grades the same check again and again."""
     def keep(cell) -> bool:
         grading = cell.metadata.get("nbgrader", {})
         if grading.get("grade"):
             return bool(measurement_tasks(cell.source))
         return cell.cell_type != "code" or bool(grading.get("solution") or grading.get("locked"))
     kept = nbformat.from_dict(notebook)
-    kept.cells = [cell for cell in kept.cells if keep(cell)]
+    kept.cells = [copy for cell in kept.cells if keep(cell) for copy in _repeated(cell, repeat)]
     return kept
 
 
+def _repeated(cell, repeat: int) -> list:
+    """``cell``, and for a graded cell ``repeat - 1`` copies after it with their own grade and cell ids."""
+    grading = cell.metadata.get("nbgrader", {})
+    if not grading.get("grade") or repeat <= 1:
+        return [cell]
+    copies = [cell]
+    for k in range(2, repeat + 1):
+        copy = nbformat.from_dict(cell)
+        copy.metadata["nbgrader"]["grade_id"] = f"{grading['grade_id']}-r{k}"
+        if "id" in copy:
+            copy["id"] = f"{cell['id'][:58]}-r{k}"
+        copies.append(copy)
+    return copies
+
+
 def scratch_course(root: Path, modules: list[str], solutions: Path = REPO / "solutions",
-                   measurements: bool = False) -> Course:
+                   measurements: bool = False, repeat: int = 1) -> Course:
     """A course in ``root`` (empty or new) with ``modules`` copied from ``solutions`` (with ``measurements``,
-    each notebook :func:`measurements_only`) and their student versions generated (its gradebook is
-    ``root/.nbgrader/gradebook.db``, never the real course's)."""
+    each notebook :func:`measurements_only`, its checks ``repeat`` times) and their student versions generated
+    (its gradebook is ``root/.nbgrader/gradebook.db``, never the real course's)."""
     root = Path(root)
     for module in modules:
         shutil.copytree(Path(solutions) / module, root / "solutions" / module,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
         for path in (root / "solutions" / module).glob("*.ipynb") if measurements else ():
-            nbformat.write(measurements_only(nbformat.read(str(path), as_version=4)), str(path))
+            nbformat.write(measurements_only(nbformat.read(str(path), as_version=4), repeat), str(path))
     course = Course(root)
     for module in modules:
         generate(course, module)
@@ -155,14 +172,14 @@ def task_results(course: Course, module: str, student: str) -> list[TaskResult]:
 
 
 def grade_copies(course: Course, module: str, runs: int, version: str = "reference", workers: int | None = None,
-                 isolate: bool | None = None, out=None) -> list[Run]:
+                 isolate: bool | None = None, out=None, limits: Limits = Limits()) -> list[Run]:
     """Grade ``runs`` copies of ``module``'s reference (or blank student version) in one class; one Run each."""
     students = [f"{version}-{i}" for i in range(1, runs + 1)]
     for student in students:
         add_submission(course, module, student, version)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", module=r"nbgrader\.")  # SQLAlchemy's, from nbgrader in this process
-        grade_class(course, module, students, workers, isolate=isolate, out=out)
+        grade_class(course, module, students, workers, limits, isolate=isolate, out=out)
     rows = {r["student_id"]: r for r in export.rows(course, [module])}
     return [Run(module, s, float(rows[s]["score"] or 0), float(rows[s]["max_score"] or 0), rows[s]["status"],
                 rows[s]["reason"], tuple(task_results(course, module, s))) for s in students]

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import CENTRAL, Part, Task, close
+from ...checks.core import Part, Task, close
 from ...fakes.devices import fake_torch, mlx_modules
 from ...i18n import Message, msg
 from .machines import machine_torch, mlx_install
@@ -29,12 +29,12 @@ def _fmt(value: Any) -> str:
 
 
 def _wrong(key: str, mistake: str | None = None, label: str | None = None, weight: float = 1.0,
-           keeps: float = 1.0, **values) -> Part:
+           **values) -> Part:
     """A failing part: the catalogued mistake's message when one is recognised, else message ``key``."""
     message = _say(key, **values)
     if mistake is not None:
         message = message + _say(f"mistake.{mistake}", **values)
-    return Part(False, message, weight, mistake=mistake, label=_say(label) if label else None, keeps=keeps)
+    return Part(False, message, weight, mistake=mistake, label=_say(label) if label else None)
 
 
 def _right(where: Message, label: str | None = None) -> Part:
@@ -561,7 +561,8 @@ def _seconds(reported) -> float | str:
 def _speedup_reference(case, answer) -> dict:
     """The course harness timing the same steps, on the CPU and on the best device here, as task 5's timer does
     (one warm-up call, the median of five single calls): a burst as short as the learner's, which a busy computer
-    slows alike (a longer run is scheduled differently from a short one)."""
+    slows alike (a longer run is scheduled differently from a short one). Taken again where it slowed
+    (``referee.retaken``), keeping each side's shorter time."""
     from ...hardware import best_device
     from ...harness import time_fn
     from .lesson import make_step
@@ -569,8 +570,12 @@ def _speedup_reference(case, answer) -> dict:
     accel = best_device()
     threads = 1 if accel == "cpu" else None
     like_time_call = dict(budget_s=0.4, warmup=1, min_reps=5, max_reps=5, inner=1, threads=threads)
-    return {"cpu_s": time_fn(make_step("cpu", case["width"]), device="cpu", **like_time_call).median_s,
-            "accel_s": time_fn(make_step(accel, case["width"]), device=accel, **like_time_call).median_s}
+
+    def take() -> dict:
+        return {"cpu_s": time_fn(make_step("cpu", case["width"]), device="cpu", **like_time_call).median_s,
+                "accel_s": time_fn(make_step(accel, case["width"]), device=accel, **like_time_call).median_s}
+    return referee.retaken(["m01.speedup", case, accel], take, lambda r: [1 / r["cpu_s"], 1 / r["accel_s"]],
+                           lambda a, b: {k: min(a[k], b[k]) for k in a})
 
 
 STEPS_TOTAL_RATIO = 1.75  # a median of 5 single steps is at most 5/3 of their mean (about 1 in practice); n steps: n
@@ -610,14 +615,16 @@ def _speedup_score(case, answer, want) -> list[Part]:
     inflated = _per_step_ratios(found)
     parts = []
     for key, name in (("cpu_s", "CPU"), ("accel_s", best)):
+        spread = referee.busy(answer, lambda ref: ref[key])  # the reference slowed: said so, no mistake named
+        busy = _say("speedup_busy", spread=spread) if spread is not None else None
+        fast_cpu = _say("speedup_fast_cpu") if key == "cpu_s" or best == "cpu" else None
         measured, compared = side_by_side("step", answer, _say("speedup_step", device=name), lambda r: r[key],
                                           lambda ref: ref[key], lambda r: r["cpu_s"] + r["accel_s"], "s",
-                                          weight=1, faster_above=False,
-                                          too_fast=_say("speedup_fast_cpu") if key == "cpu_s" or best == "cpu" else None)
+                                          weight=1, faster_above=False, too_fast=busy or fast_cpu, too_slow=busy)
         if not measured:
             return [Part(False, compared[0].message, weight=4)]
         if inflated.get(key, 0.0) >= STEPS_TOTAL_RATIO:  # several steps reported as one: the band cannot tell 3x
-            parts.append(_wrong("speedup_total", "steps_total", keeps=CENTRAL, step=_say("speedup_step", device=name),
+            parts.append(_wrong("speedup_total", "steps_total", step=_say("speedup_step", device=name),
                                 ratio=f"{inflated[key]:.1f}"))
         else:
             parts += compared
@@ -626,7 +633,7 @@ def _speedup_score(case, answer, want) -> list[Part]:
     parts.insert(0, Part(devices == {best}, _say("speedup_device", expected=best, found=", ".join(sorted(devices))) + why))
     calls = [b["calls"] for r in found for b in r.get("builds") or []]
     if calls and min(calls) < 2:
-        parts.append(_wrong("speedup_calls", "one_call", keeps=CENTRAL, calls=min(calls)))
+        parts.append(_wrong("speedup_calls", "one_call", calls=min(calls)))
     ratio = statistics.median(r["cpu_s"] / r["accel_s"] for r in found)
     now = [r["cpu_s"] / r["accel_s"] for r in referee.observed(answer)["reference"]
            if isinstance(r, dict) and (r.get("accel_s") or 0) > 0 and (r.get("cpu_s") or 0) > 0]  # the course's, now

@@ -13,7 +13,6 @@ key that a known mistake gives is named (the references answer each known mistak
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from functools import lru_cache
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ...checks import referee
-from ...checks.core import CENTRAL, Part, Task, close
+from ...checks.core import Part, Task, close
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure
@@ -373,23 +372,13 @@ def _sweep_answer(fn, case) -> dict:
     return {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": values, "reference_calls": called}
 
 
-RETAKES = 2  # a reference sweep slower than the last one by SPREAD is taken again at most this many times
-_LAST_REFERENCE: dict = {}  # case (JSON) -> geometric mean of the last reference sweep taken in this process
-
-
 def _sweep_reference(case, answer) -> dict:
-    """The course's sweep at the case's sizes. Where it fell by ``SPREAD`` or more since the last one taken for the
-    case, the machine slowed it (the reference measures the same thing every time): it is taken again, at most
-    ``RETAKES`` times, keeping each size's fastest (load only ever slows a measurement down)."""
+    """The course's sweep at the case's sizes, taken again where it slowed (``referee.retaken``: its geometric mean
+    fell by ``referee.SPREAD`` since the last one taken for the case), keeping each size's fastest."""
     device, _, sizes = _sweep_plan(case)
-    key = json.dumps(case, sort_keys=True)
-    best = measure.reference_sweep(sizes, device, SWEEP_BUDGET_S)
-    for _ in range(RETAKES):
-        last = _LAST_REFERENCE.get(key)
-        if last is None or _geomean(best) * SPREAD > last:
-            break
-        best = [max(a, b) for a, b in zip(best, measure.reference_sweep(sizes, device, SWEEP_BUDGET_S))]
-    _LAST_REFERENCE[key] = _geomean(best)
+    best = referee.retaken(["m03.sweep", case],
+                           lambda: measure.reference_sweep(sizes, device, SWEEP_BUDGET_S),
+                           lambda gbs: [_geomean(gbs)], lambda a, b: [max(x, y) for x, y in zip(a, b)])
     return {"gbs": best}
 
 
@@ -434,7 +423,7 @@ def _small_sets(answer, sizes: list[int], elements: bool = False) -> Part:
         return Part(True, text, label=label)
     if elements:
         return Part(False, text, label=label)
-    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label, keeps=CENTRAL)
+    return Part(False, text + _m("mistake.call_overhead"), mistake="call_overhead", label=label)
 
 
 def _too_fast(answer, device: str) -> Message:
@@ -443,13 +432,10 @@ def _too_fast(answer, device: str) -> Message:
     ratio = referee.median_ratio(answer, lambda r: _geomean(r["gbs"]), lambda ref: _geomean(ref["gbs"]))
     if ratio and ratio[0] >= UNIT_SLIP:
         return _m("mistake.mb_per_s", ratio=ratio[0])
-    spread = referee.spread(answer, lambda ref: _geomean(ref["gbs"]))
-    if spread is not None and spread >= SPREAD:
+    spread = referee.busy(answer, lambda ref: _geomean(ref["gbs"]))
+    if spread is not None:
         return _m("sweep_reference_spread", spread=spread)
     return _m("sweep_above_cpu") if device.split(":")[0] == "cpu" else msg("measure.above")
-
-
-SPREAD = 1.5  # reference rounds this far apart (fastest / slowest): the machine slowed the reference
 
 
 def _faster(fast: float, slow: float) -> Part:

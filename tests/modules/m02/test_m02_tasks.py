@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from autograder.checks import CheckFailed, check, core, task as find_task
+from autograder.checks import CheckFailed, check, core, referee, task as find_task
 from autograder.checks.expected import want
 from autograder.harness import time_fn
 from autograder.modules.m02_gpu_architecture import tasks
@@ -327,6 +327,10 @@ def test_measure_outside_the_band_loses_the_band_part(measured):
     assert 0 < run_measure(consistent(4.0)) < 1.0    # 20x: no synchronize
     found = tasks._measure_score(CASE, measure_answer(consistent(4.0)), None)
     assert any("Faster than the hardware can be" in p.message.en and p.mistake == "too_fast" for p in found if not p.ok)
+    scored = core.score_records(find_task("m02.measure"), [{"case": CASE, "answer": measure_answer(consistent(4.0)),
+                                                            "error": None}])
+    assert core.fraction(scored) == pytest.approx(core.CENTRAL)  # capped by core._central, whose line comes first
+    assert "breaks the rule the task is about" in scored[0].message.en
 
 
 def test_measure_inconsistent_numbers_lose_the_consistency_part(measured):
@@ -439,6 +443,31 @@ def test_measure_reference_times_the_learners_size_within_bounds(monkeypatch):
     tasks._measure_reference(CASE, "not a dict")
     assert [s[2] for s in seen] == [[2048], [tasks.MEASURE_SIZES[1]], [tasks.MEASURE_SIZES[0]], [1024], [1024]]
     assert all(s[:2] == ("float32", "cpu") for s in seen)
+
+
+def test_a_slowed_measure_reference_is_taken_again_keeping_the_faster(monkeypatch):
+    """A fake matmul that comes back 2x slower once: taken again, the faster kept; at most RETAKES times (issue 27)."""
+    monkeypatch.setattr(referee, "_LAST_REFERENCE", {})
+    speeds = iter([1.0, 0.5, 0.9, 0.1, 0.2, 0.1])
+    monkeypatch.setattr("autograder.reference.matmul_tflops", lambda *a, **k: {"tflops": next(speeds)})
+    size = {"n": 2048.0}
+    assert tasks._measure_reference(CASE, size) == {"tflops": 1.0, "n": 2048}
+    assert tasks._measure_reference(CASE, size) == {"tflops": 0.9, "n": 2048}  # 0.5 fell 2x: taken again
+    assert tasks._measure_reference(CASE, size) == {"tflops": 0.2, "n": 2048}  # at most RETAKES more
+    assert next(speeds, None) is None
+
+
+def test_an_honest_measure_beside_a_slowed_reference_is_told_the_machine_was_busy(measured):
+    """Above the band only because the reference's own rounds slowed (13x apart): said so, no mistake named, no
+    cap, and the first-size rule still judged on the learner's times."""
+    slowed = [{"tflops": 0.015, "n": 2048}, {"tflops": 0.018, "n": 2048}, {"tflops": 0.2, "n": 2048}]
+    answer = {**measure_answer(consistent(0.2)), "observed": {"walls": [1.0] * 3, "reference": slowed}}
+    task = find_task("m02.measure")
+    found = core.score_records(task, [{"case": CASE, "answer": answer, "error": None}])
+    failed = [p for p in found if not p.ok]
+    assert len(failed) == 1 and failed[0].mistake is None and "the machine was busy" in failed[0].message.en
+    assert "Faster than the hardware" not in failed[0].message.en
+    assert core.fraction(found) == pytest.approx(3 / 5)  # the band's 2 of 5 points: nothing capped
 
 
 def test_measure_cases_follow_the_best_device(monkeypatch):

@@ -7,8 +7,8 @@ import nbformat
 import pytest
 
 from autograder import layout
-from autograder.checks import CheckFailed, check, task
-from autograder.checks.core import CENTRAL, cases_for, collect, fraction, score_records
+from autograder.checks import CheckFailed, check, referee, task
+from autograder.checks.core import CENTRAL, _central, cases_for, collect, fraction, score_records
 from autograder.grading.course import REPO
 from autograder.modules.m03_memory_hierarchy import analysis
 from autograder.modules.m03_memory_hierarchy import tasks as checks
@@ -300,7 +300,7 @@ def test_small_sets_read_once_per_call_name_the_call_overhead(sweep_machine):
     near it, so the band and the shape alone would pass."""
     once = lambda s: stepped(s) * min(1.0, s / (256 * 1024))  # noqa: E731  (overhead-bound below 256 KiB)
     out = score(sweep_answer(once, stepped))
-    assert fraction(out) == pytest.approx(CENTRAL)  # the mistake the task exists to catch keeps a third
+    assert fraction(_central(task("m03.sweep"), out)) == pytest.approx(CENTRAL)  # the task's mistake keeps a third
     failed = [p for p in out if not p.ok]
     assert [p.mistake for p in failed] == ["call_overhead"] and "0.09x the reference" in failed[0].message.en
 
@@ -396,7 +396,7 @@ def test_sweep_reference_sweeps_this_machines_sizes(sweep_machine, monkeypatch):
         seen.append((list(sizes), device))
         return [1.0] * len(sizes)
     monkeypatch.setattr(measure, "reference_sweep", reference_sweep)
-    monkeypatch.setattr(checks, "_LAST_REFERENCE", {})
+    monkeypatch.setattr(referee, "_LAST_REFERENCE", {})
     out = checks._sweep_reference(SWEEP_CASE, {"sizes": [4096], "gbs": [1.0]})
     assert seen == [(checks.sweep_sizes(LLC), "cpu")] and out == {"gbs": [1.0] * len(seen[0][0])}
 
@@ -457,7 +457,7 @@ def test_a_slowed_reference_sweep_is_taken_again_within_a_bound(sweep_machine, m
     from autograder.modules.m03_memory_hierarchy import measure
     speeds = iter([90.0, 30.0, 40.0, 80.0, 10.0, 10.0, 10.0])
     monkeypatch.setattr(measure, "reference_sweep", lambda sizes, device, budget_s: [next(speeds)] * len(sizes))
-    monkeypatch.setattr(checks, "_LAST_REFERENCE", {})
+    monkeypatch.setattr(referee, "_LAST_REFERENCE", {})
     assert checks._sweep_reference(SWEEP_CASE, None)["gbs"][0] == 90.0       # the first: nothing to compare with
     assert checks._sweep_reference(SWEEP_CASE, None)["gbs"][0] == 80.0       # 30 fell 3x: again (40), again (80)
     assert checks._sweep_reference(SWEEP_CASE, None)["gbs"][0] == 10.0       # at most RETAKES more, the fastest kept
