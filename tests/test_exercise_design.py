@@ -353,10 +353,9 @@ def passed_types(task_id: str) -> dict[str, dict[str, set[type]]]:
             for name, calls in seen.items()}
 
 
-FUNCTION_TASKS = TASK_IDS
 
 
-@pytest.mark.parametrize("task_id", FUNCTION_TASKS)
+@pytest.mark.parametrize("task_id", TASK_IDS)
 def test_a_text_names_each_argument_and_the_type_the_check_passes(task_id):
     """Each parameter of the learner's ``def`` is named in backticks in both languages, and one the check passes as a
     tuple, list or dict is described with that word on a line that names it, in both languages."""
