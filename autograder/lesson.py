@@ -142,11 +142,20 @@ def t(ko: str, en: str) -> str:
     return ko if lang == "ko" else en if lang == "en" else f"{ko} / {en}"
 
 
+CLEARLY = 1.2   # a measured figure is clearly above another only from this factor on
+
+
+def clearly_more(high: float, low: float) -> bool:
+    """Whether the measured ``high`` is clearly above ``low`` (at least :data:`CLEARLY` times it): the one rule by
+    which a lesson says one measurement is larger, faster or slower than another."""
+    return high >= CLEARLY * low
+
+
 def rises(*series) -> bool:
-    """Whether every series of measurements rises: each value at least 0.9 times the one before, the last at least
-    1.2 times the first. A figure states such a trend only where this holds: a lesson never claims a trend its own
-    points (on a busy machine, say) contradict."""
-    return all(len(v) > 1 and all(b >= 0.9 * a for a, b in zip(v, v[1:])) and v[-1] >= 1.2 * v[0] for v in series)
+    """Whether every series of measurements rises: each value at least 0.9 times the one before, the last clearly
+    above the first (:func:`clearly_more`). A figure states such a trend only where this holds: a lesson never
+    claims a trend its own points (on a busy machine, say) contradict."""
+    return all(len(v) > 1 and all(b >= 0.9 * a for a, b in zip(v, v[1:])) and clearly_more(v[-1], v[0]) for v in series)
 
 
 SPREAD_LIMIT = 0.2   # a point whose two best passes differ by more than this share of the best is noisy

@@ -119,6 +119,62 @@ def test_the_mfu_and_roof_figures_say_what_their_points_show(english, monkeypatc
         plt.close("all")
 
 
+
+def test_the_fusion_table_is_measured_in_turns_and_says_slower_only_where_its_times_show_it(english, monkeypatch, capsys):
+    """Lesson 03's fusion table (a copy, the unfused 4 steps, torch.compile's kernel) on a fake harness's times."""
+    from types import SimpleNamespace
+
+    from autograder import harness
+    from autograder.modules.m03_memory_hierarchy import lesson as m03
+    shown, timed = [], []
+    monkeypatch.setattr("IPython.display.display", lambda html: shown.append(html.data))
+
+    def fusion(times):
+        """The lesson's two calls on kernels whose ``call`` is the name its fake harness times (8 MB moved each)."""
+        runs = {name: iter(itertools.chain(v, itertools.repeat(v[-1]))) for name, v in times.items()}
+        monkeypatch.setattr(harness, "time_fn", lambda call, device, budget_s: timed.append(call) or
+                            SimpleNamespace(median_s=next(runs[call])))
+        kernels = {name: (name, 8e6) for name in times}
+        seconds = m03.measure_fusion(kernels, "cpu")
+        m03.show_fusion(kernels, seconds)
+        return seconds, capsys.readouterr().out
+
+    # the 4 steps caught one fast moment, never seen again: not called slower, and the table says the machine is busy
+    seconds, out = fusion({"copy": [0.010], "4 steps": [0.009, 0.030]})
+    assert timed[:4] == ["copy", "4 steps"] * 2 and seconds == [0.010, 0.009] and seconds.busy is not None
+    assert shown[-1].endswith("<p>this machine is busy: spread 70 %</p>")
+    assert "not clearly slower than one copy (time ratio 0.9, byte ratio 4)" in out and "x slower" not in out
+
+    seconds, out = fusion({"copy": [0.010], "4 steps": [0.040], "torch.compile": [0.011]})   # steady and clear
+    assert seconds.busy is None and shown[-1].endswith("</table>") and "<td>0.8</td>" in shown[-1]   # 8 MB in 10 ms
+    assert out.splitlines() == ["The 4 steps are 4.0x slower than one copy (4x the bytes)",
+                                "torch.compile's one kernel is 3.6x faster than the 4 steps"]
+    _, out = fusion({"copy": [0.010], "4 steps": [0.040], "torch.compile": [0.045]})   # compiled, and no faster
+    assert "torch.compile's kernel was not clearly faster than the 4 steps (time ratio 0.9)" in out and "x faster" not in out
+
+
+def test_lesson_01s_two_timers_claim_only_what_their_times_show(english):
+    """Lesson 01's pairs of timers (without and with waiting for the work), scripted."""
+    from autograder.modules.m01_devices import lesson as m01
+
+    def pair(no_wait, wait):
+        runs = [iter(itertools.chain(v, itertools.repeat(v[-1]))) for v in (no_wait, wait)]
+        return (lambda: next(runs[0])), (lambda: next(runs[1]))
+
+    pairs = {"fake GPU": pair([2e-6, 1e-6, 3e-6], [0.050]),   # a launch's µs jitter says nothing of the machine
+             "blocking": pair([0.020], [0.021]),                # a device whose launch waits: the timers agree
+             "half": pair([0.010], [0.015])}
+    timed = m01.timer_pairs(pairs)
+    assert timed.passes == 2 and timed.busy is None and [r["wait"] for r in timed] == [0.050, 0.021, 0.015]
+    assert m01.timer_lines(pairs, timed) == [
+        "fake GPU: the timer that did not wait measured 25,000x less: not the whole work",
+        "blocking: in this run the two timers did not clearly differ",
+        "half: the timer that did not wait measured 1.5x less: not the whole work"]
+    pairs = {"busy": pair([0.020], [0.021, 0.080])}   # the waiting timer stays noisy
+    timed = m01.timer_pairs(pairs)
+    assert timed.busy is not None and m01.timer_lines(pairs, timed) == [
+        "busy: in this run the two timers did not clearly differ", "this machine is busy: spread 74 %"]
+
 # ---------------------------------------------------------------- no share of a measured peak passes 100 %
 def test_a_measured_peak_is_raised_to_what_was_just_seen_and_says_so(english):
     assert reference.best_seen(0.065, 0.03) == (0.065, None)

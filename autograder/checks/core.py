@@ -293,8 +293,8 @@ def report(title: Message, parts: list[Part], points: float, checked: Message | 
     its own English "Partial credit" line for a numeric result). A pass says what was ``checked``.
     """
     share = fraction(parts)
-    failed, shown, right, items = _verdict_lists(parts)
-    detail = "\n".join(_items("❌", failed))
+    notes, failed, shown, right, items = _verdict_lists(parts)
+    detail = "\n".join(_items("⚠️", notes) + _items("❌", failed))
     if share >= 1.0:
         print("\n".join([_titled("check.passed", title)] + _items("🔎", [checked] if checked else [])
                         + _items("✅", shown)))
@@ -310,12 +310,14 @@ def report(title: Message, parts: list[Part], points: float, checked: Message | 
     return earned if os.environ.get("NBGRADER_EXECUTION") else Earned(earned)
 
 
-def _verdict_lists(parts: list[Part]) -> tuple[list[Message], list[Message], list[Message], int]:
-    """What a verdict lists, and how many items that is: the failed items (❌), the measurements that passed (✅ with
-    their value), and the other items that passed (✅): only parts that earn points, by their label ("(×4)" when four
-    distinct parts share it), or by their own message where the label also failed elsewhere (not a ✅ "dtype" under
-    a ❌ about the dtype)."""
-    failed = list(dict.fromkeys(p.message for p in parts if not p.ok))
+def _verdict_lists(parts: list[Part]) -> tuple[list[Message], list[Message], list[Message], list[Message], int]:
+    """What a verdict lists, and how many items that is: notes (⚠️: failed parts worth no points of their own, such
+    as the central-mistake line; no item), the failed items (❌), the measurements that passed (✅ with their value),
+    and the other items that passed (✅): only parts that earn points, by their label ("(×4)" when four distinct
+    parts share it), or by their own message where the label also failed elsewhere (not a ✅ "dtype" under a ❌
+    about the dtype)."""
+    notes = list(dict.fromkeys(p.message for p in parts if not p.ok and not p.weight))
+    failed = list(dict.fromkeys(p.message for p in parts if not p.ok and p.weight))
     shown = list(dict.fromkeys(p.message for p in parts if p.ok and p.measured))
     wrong = {p.label for p in parts if not p.ok and p.label is not None}
     groups: dict[Message, set] = {}
@@ -324,7 +326,7 @@ def _verdict_lists(parts: list[Part]) -> tuple[list[Message], list[Message], lis
             groups.setdefault(p.message if p.label is None or p.label in wrong else p.label, set()).add(p.message)
     right = [key if len(seen) == 1 else Message(f"{key.ko} (×{len(seen)})", f"{key.en} (×{len(seen)})")
              for key, seen in groups.items()]
-    return failed, shown, right, len(failed) + len(shown) + sum(len(seen) for seen in groups.values())
+    return notes, failed, shown, right, len(failed) + len(shown) + sum(len(seen) for seen in groups.values())
 
 
 class Earned(float):

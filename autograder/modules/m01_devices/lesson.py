@@ -6,7 +6,7 @@ import contextlib
 from typing import Callable
 
 from ...i18n import msg
-from ...lesson import LABEL, title
+from ...lesson import LABEL, Measured, busy_labels, clearly_more, measure, title
 
 
 def make_step(device="cpu", width: int = 256, depth: int = 3, batch: int = 128,
@@ -152,6 +152,30 @@ def plot_pairs(labels, first: list, second: list, names: tuple, ylabel: str, tit
     ax.set_title(title)
     ax.legend(loc="upper left", ncol=2)
     return fig
+
+
+def timer_pairs(pairs: dict) -> Measured:
+    """``{name: (timer without waiting, timer that waits)}``, each a function returning seconds, as one
+    ``{"no_wait": s, "wait": s}`` per pair: the pairs run in turns, twice and again while noisy, each keeping its run
+    whose waiting timer was fastest. The spread is the waiting timers': one that does not wait reads a few µs, near
+    the clock's resolution, whose jitter says nothing about how busy the machine is."""
+    return measure(lambda name: {"no_wait": pairs[name][0](), "wait": pairs[name][1]()}, list(pairs), better=min,
+                   key="wait")
+
+
+def timer_lines(names, timed: Measured) -> list[str]:
+    """One line per pair of :func:`timer_pairs`: that the timer without waiting measured less only where it clearly
+    did (:func:`autograder.lesson.clearly_more`), else that the two did not clearly differ; then the busy label where
+    the waiting timers stayed noisy."""
+    lines = []
+    for name, r in zip(names, timed):
+        ratio = r["wait"] / r["no_wait"]
+        times = f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.1f}"
+        lines.append(_t(f"{name}: 기다리지 않은 타이머가 {times}배 짧게 쟀습니다: 작업 전체를 잰 것이 아닙니다",
+                        f"{name}: the timer that did not wait measured {times}x less: not the whole work")
+                     if clearly_more(r["wait"], r["no_wait"]) else
+                     _t(f"{name}: 이번 측정에서는 두 타이머가 뚜렷이 다르지 않았습니다", f"{name}: in this run the two timers did not clearly differ"))
+    return lines + busy_labels(timed)
 
 
 VENDOR_COLORS = {"NVIDIA": "tab:green", "AMD": "tab:red", "Apple": "tab:gray", "Google": "tab:blue",
@@ -303,7 +327,6 @@ def step_times(widths, runs: dict, budget_s: float = 0.3) -> dict:
     """Milliseconds of one training step per width, for each run ``{name: {"device": ..., "transfer": ...}}``
     (each a :class:`autograder.lesson.Measured`: measured twice, again while noisy)."""
     from ...harness import time_fn
-    from ...lesson import measure
 
     def ms(options, width):
         step = make_step(options["device"], width, transfer=options.get("transfer", False))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...lesson import LABEL, Measured, measure, rises, show_table, t, title
+from ...lesson import LABEL, Measured, clearly_more, measure, rises, show_table, t, title
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30
 
@@ -229,6 +229,41 @@ def measure_roofline_points(device: str, llc: int) -> Measured:
     points = Measured((name, intensity, rate) for (name, intensity, *_), rate in zip(kernels, rates))
     points.spread, points.passes = rates.spread, rates.passes
     return points
+
+
+def measure_fusion(kernels: dict, device: str, budget_s: float = 0.3) -> Measured:
+    """The seconds of each kernel of the fusion table, ``{name: (call, bytes it moves)}``: the fastest of two runs in
+    turns, again while noisy (:func:`autograder.lesson.measure`)."""
+    from ...harness import time_fn
+    return measure(lambda name: time_fn(kernels[name][0], device=device, budget_s=budget_s).median_s, list(kernels),
+                   better=min)
+
+
+def show_fusion(kernels: dict, seconds: Measured) -> None:
+    """The fusion table (with the busy label where its times stayed noisy) and what it shows: the unfused 4 steps
+    (second kernel) against one copy (first) and torch.compile's kernel (third, if timed); a pair is called slower or
+    faster only where its times are clearly apart (:func:`autograder.lesson.clearly_more`)."""
+    rows = [{"kernel": name, "ms": s * 1e3, "GB/s": moved / s / 1e9}
+            for (name, (_call, moved)), s in zip(kernels.items(), seconds)]
+    show_table(rows, ["kernel", "ms", "GB/s"], {"kernel": t("커널", "kernel")}, measured=seconds)
+    for line in fusion_lines(seconds):
+        print(line)
+
+
+def fusion_lines(seconds: list[float]) -> list[str]:
+    """The sentences under the fusion table, each true of ``seconds`` (copy, 4 steps[, torch.compile])."""
+    copy, steps, *fused = seconds
+    ratio = steps / copy
+    lines = [t(f"4단계가 복사 1번보다 {ratio:.1f}배 느립니다 (바이트는 4배)", f"The 4 steps are {ratio:.1f}x slower than one copy (4x the bytes)")
+             if clearly_more(steps, copy) else
+             t(f"이번 측정에서는 4단계가 복사 1번보다 뚜렷이 느리지 않았습니다 (시간 비 {ratio:.1f}, 바이트 비 4)",
+               f"In this run the 4 steps were not clearly slower than one copy (time ratio {ratio:.1f}, byte ratio 4)")]
+    for one in fused:
+        lines.append(t(f"torch.compile의 커널 하나가 4단계보다 {steps / one:.1f}배 빠릅니다", f"torch.compile's one kernel is {steps / one:.1f}x faster than the 4 steps")
+                     if clearly_more(steps, one) else
+                     t(f"이번 측정에서는 torch.compile의 커널이 4단계보다 뚜렷이 빠르지 않았습니다 (시간 비 {steps / one:.1f})",
+                       f"In this run torch.compile's kernel was not clearly faster than the 4 steps (time ratio {steps / one:.1f})"))
+    return lines
 
 
 def roof_for(points: list[tuple], peak_tflops: float, gbs: float, peak_measured: bool = True) -> tuple[float, float]:

@@ -243,8 +243,10 @@ def test_a_speedup_of_one_call_keeps_a_third_and_its_verdict_says_it_breaks_the_
     parts = score_records(t, [{"case": t.visible()[0], "answer": answer, "error": None}])
     assert fraction(parts) == CENTRAL and all(p.keeps == 1.0 for p in parts[1:])
     report(t.title, parts, 3)
-    first = capsys.readouterr().out.split("\n  ❌ ")[1]  # the first failed item
-    assert "breaks the rule the task is about" in first and "keeps at most a third" in first
+    said = capsys.readouterr().out
+    note = said.split("\n  ⚠️ ")[1].split("\n  ❌ ")[0]  # the note above the failed items, not one of them
+    assert "breaks the rule the task is about" in note and "keeps at most a third" in note
+    assert " 1 of 5 items not passed" in " ".join(said.split())  # the calls; the note is not an item
 
 
 def test_a_slowed_speedup_reference_is_taken_again_keeping_each_sides_shorter_time(monkeypatch):

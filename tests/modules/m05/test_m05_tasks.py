@@ -617,8 +617,7 @@ def test_ring_wrong_chunks_are_pointed_out():
 def test_superpod_verdict_counts_the_same_items_whatever_the_answer(name, capsys):
     check("m05.superpod", m05.MISTAKES["superpod"][name], points=3)
     shown = capsys.readouterr().out
-    note = "breaks the rule the task is about" in shown  # core._central's note, an item of its own
-    assert f"of {2 * len(task('m05.superpod').visible()) + note} items" in shown
+    assert f"of {2 * len(task('m05.superpod').visible())} items" in shown  # core._central's note (⚠️) is no item
 
 
 def forever(dist, sizes, world_size):  # a measurement that never ends
