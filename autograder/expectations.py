@@ -256,5 +256,23 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
                which=referee.which_round(len(rows)))
     if not lo <= ratio <= hi:
         fast = (ratio > hi) == faster_above
-        text = text + ((too_fast or msg("measure.above")) if fast else (too_slow or msg("measure.below")))
+        spread = load_explains(kind, answer, mine, theirs)
+        text = text + (msg("measure.reference_busy", spread=spread) if spread is not None else
+                       (too_fast or msg("measure.above")) if fast else (too_slow or msg("measure.below")))
     return True, [Part(lo <= ratio <= hi, text, weight, measured=True)]
+
+
+def load_explains(kind: str, answer: Any, mine, theirs) -> float | None:
+    """The one rule of a miss the machine's load explains: the reference's own rounds spread by
+    ``referee.SPREAD`` or more (``referee.busy``: the reference measures the same thing every round, so the load
+    slowed it) and the median ratio lies outside the band ``side_by_side[kind]`` by no more than that spread. The
+    spread then, else None: a verdict says the machine was busy and names no mistake (a miss larger than the load,
+    such as a unit slip or a missing synchronize, is still named)."""
+    from .checks import referee
+    spread, found = referee.busy(answer, theirs), referee.median_ratio(answer, mine, theirs)
+    if spread is None or found is None:
+        return None
+    rule = rules()["side_by_side"][kind]
+    ratio = found[0]
+    beyond = ratio / rule["hi"] if ratio > rule["hi"] else rule["lo"] / ratio if ratio < rule["lo"] else 1.0
+    return spread if beyond <= spread else None

@@ -210,6 +210,26 @@ def test_side_by_side_for_times_a_small_ratio_is_too_fast():
     assert "Slower than expected" in _side_by_side(slow, kind="step", faster_above=False, key="seconds")[1][0].message.en
 
 
+def test_a_miss_within_the_references_own_spread_says_the_machine_was_busy_and_a_larger_one_does_not():
+    """``load_explains``: the reference's rounds 4x apart (the load slowed it) explain a miss of up to 4x beyond the
+    band, and the verdict names no cause; a 200x unit slip beside the same reference, or a miss beside a steady one,
+    is still named."""
+    from autograder.expectations import load_explains
+    slowed = [0.2, 0.05, 0.05]
+    busy = _rounds([2.2, 2.2, 2.2], slowed)  # median ratio 22: 2.2x above the band's 10
+    assert load_explains("matmul", busy, lambda r: r["tflops"], lambda ref: ref["tflops"]) == pytest.approx(4.0)
+    said = _side_by_side(busy)[1][0]
+    assert not said.ok and "the machine was busy" in said.message.en and "Faster than the hardware" not in said.message.en
+    slip = _rounds([200.0] * 3, slowed)
+    assert load_explains("matmul", slip, lambda r: r["tflops"], lambda ref: ref["tflops"]) is None
+    assert "Faster than the hardware can be" in _side_by_side(slip)[1][0].message.en
+    steady = _rounds([2.5] * 3, [0.2] * 3)
+    assert load_explains("matmul", steady, lambda r: r["tflops"], lambda ref: ref["tflops"]) is None
+    assert "Faster than the hardware can be" in _side_by_side(steady)[1][0].message.en
+    slow = _rounds([0.02] * 3, slowed)  # below the band: the load on the learner's side, by less than the spread
+    assert "the machine was busy" in _side_by_side(slow)[1][0].message.en
+
+
 def test_side_by_side_the_median_round_decides():
     measured, parts = _side_by_side(_rounds([0.2, 50.0, 0.2], [0.2, 0.2, 0.2]))  # one wild round of three
     assert measured and parts[0].ok

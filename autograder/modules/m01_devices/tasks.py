@@ -615,12 +615,10 @@ def _speedup_score(case, answer, want) -> list[Part]:
     inflated = _per_step_ratios(found)
     parts = []
     for key, name in (("cpu_s", "CPU"), ("accel_s", best)):
-        spread = referee.busy(answer, lambda ref: ref[key])  # the reference slowed: said so, no mistake named
-        busy = _say("speedup_busy", spread=spread) if spread is not None else None
         fast_cpu = _say("speedup_fast_cpu") if key == "cpu_s" or best == "cpu" else None
         measured, compared = side_by_side("step", answer, _say("speedup_step", device=name), lambda r: r[key],
                                           lambda ref: ref[key], lambda r: r["cpu_s"] + r["accel_s"], "s",
-                                          weight=1, faster_above=False, too_fast=busy or fast_cpu, too_slow=busy)
+                                          weight=1, faster_above=False, too_fast=fast_cpu)
         if not measured:
             return [Part(False, compared[0].message, weight=4)]
         if inflated.get(key, 0.0) >= STEPS_TOTAL_RATIO:  # several steps reported as one: the band cannot tell 3x

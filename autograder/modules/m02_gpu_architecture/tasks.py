@@ -610,7 +610,7 @@ def _unmeasured(answer: dict) -> Part:
 
 
 def _measure_score(case: dict, answer: dict, want) -> list[Part]:
-    from ...expectations import rules, side_by_side
+    from ...expectations import load_explains, rules, side_by_side
     rounds = referee.rounds(answer)
     for r in rounds or [{}]:
         n, seconds, tflops = r.get("n"), r.get("seconds"), r.get("tflops")
@@ -624,11 +624,11 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
     consistent = _consistency(rounds)
     what = Message(f"{case['dtype']} 행렬 곱 ({case['device']})", f"{case['dtype']} matmul ({case['device']})")
     found = referee.median_ratio(answer, lambda r: r["tflops"], lambda ref: ref["tflops"])
-    spread = referee.busy(answer, lambda ref: ref["tflops"])  # the reference slowed: said so, no mistake named
-    busy = msg("m02.measure_busy", spread=spread) if spread is not None else None
-    too_fast = bool(found) and found[0] > rules()["side_by_side"]["matmul"]["hi"] and spread is None
-    measured, compared = side_by_side("matmul", answer, what, lambda r: r["tflops"], lambda ref: ref["tflops"],
-                                      _claimed_seconds, "TFLOP/s", too_fast=busy or _too_fast(case), too_slow=busy)
+    mine, theirs = (lambda r: r["tflops"]), (lambda ref: ref["tflops"])
+    too_fast = bool(found) and found[0] > rules()["side_by_side"]["matmul"]["hi"] \
+        and load_explains("matmul", answer, mine, theirs) is None  # the reference slowed: said so, no mistake named
+    measured, compared = side_by_side("matmul", answer, what, mine, theirs, _claimed_seconds, "TFLOP/s",
+                                      too_fast=_too_fast(case))
     if not measured:
         if referee.unmeasured(answer, _claimed_seconds) in ("no rounds", "not observed"):
             return compared

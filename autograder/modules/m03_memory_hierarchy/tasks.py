@@ -427,14 +427,11 @@ def _small_sets(answer, sizes: list[int], elements: bool = False) -> Part:
 
 
 def _too_fast(answer, device: str) -> Message:
-    """What a sweep above the band says, from the evidence: the reference's own rounds spread (the machine slowed
-    it: measure again), a unit slip (MB/s), else on a CPU a count of bytes (nothing there runs asynchronously), else the common causes."""
+    """What a sweep above the band says, from the evidence (a miss the load explains is said by ``side_by_side``): a
+    unit slip (MB/s), else on a CPU a count of bytes (nothing there runs asynchronously), else the common causes."""
     ratio = referee.median_ratio(answer, lambda r: _geomean(r["gbs"]), lambda ref: _geomean(ref["gbs"]))
     if ratio and ratio[0] >= UNIT_SLIP:
         return _m("mistake.mb_per_s", ratio=ratio[0])
-    spread = referee.busy(answer, lambda ref: _geomean(ref["gbs"]))
-    if spread is not None:
-        return _m("sweep_reference_spread", spread=spread)
     return _m("sweep_above_cpu") if device.split(":")[0] == "cpu" else msg("measure.above")
 
 
@@ -445,7 +442,7 @@ def _faster(fast: float, slow: float) -> Part:
 
 
 def _sweep_score(case, answer, want) -> list[Part]:
-    from ...expectations import side_by_side
+    from ...expectations import load_explains, side_by_side
     device, llc, sizes = _sweep_plan(case)
     rounds = referee.rounds(answer)
     if any(r.get("reference_calls") for r in rounds if isinstance(r, dict)):
@@ -468,7 +465,7 @@ def _sweep_score(case, answer, want) -> list[Part]:
         return parts
     ratio = referee.median_ratio(answer, mine, theirs)
     slip = "mb_per_s" if ratio and ratio[0] >= UNIT_SLIP else "elements_counted" if elements else None
-    if slip:
+    if slip and load_explains("sweep", answer, mine, theirs) is None:
         parts = [replace(p, mistake=slip) if not p.ok else p for p in parts]
     parts.append(_small_sets(answer, sizes, elements))
     gbs = _fastest(lists, len(sizes))

@@ -489,7 +489,7 @@ def _measured_peak(device: str, answer, found) -> tuple[float, bool]:
 
 
 def _mfu_score(case, answer, want) -> list[Part]:
-    from ...expectations import expect, side_by_side
+    from ...expectations import expect, load_explains, side_by_side
     from ...reference import spec_profile
     device = device_of(case)
     text = msg("m06.mfu_case", device=device, dims=case["dims"], batch=case["batch"], frozen=case["frozen"])
@@ -515,7 +515,7 @@ def _mfu_score(case, answer, want) -> list[Part]:
         least = min(c for round_calls in calls for c in round_calls)
         compared = [Part(False, compared[0].message + msg("m06.mfu_calls", calls=least) + msg("m06.mistake.one_call"),
                          compared[0].weight, measured=True, mistake="one_call")]
-    elif ratio is not None and not compared[0].ok:
+    elif ratio is not None and not compared[0].ok and load_explains("step", answer, mine, theirs) is None:
         name = "cold_start" if ratio[0] > 1 else "no_sync"
         compared = [Part(False, compared[0].message + msg(f"m06.mistake.{name}"), compared[0].weight, measured=True,
                          mistake=name)]

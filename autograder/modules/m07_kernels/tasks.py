@@ -971,7 +971,7 @@ def _virtual_mistake(n: int, found: float, right: float, facts: dict) -> tuple[s
 
 def _copy_on_gpu(case, answer, rounds) -> tuple[bool, list[Part]]:
     """A GPU: the median round against the course's copy kernel measured in turns with it, and the spec sheet."""
-    from ...expectations import side_by_side
+    from ...expectations import load_explains, side_by_side
     n = int(rounds[0].get("n") or copy_elements(case))
     what = _m("copy_what", n=f"{n:,}", device=rounds[0].get("device") or "GPU")
     measured, compared = side_by_side("bandwidth", answer, what, lambda r: r["gbs"], lambda ref: ref["gbs"],
@@ -981,7 +981,8 @@ def _copy_on_gpu(case, answer, rounds) -> tuple[bool, list[Part]]:
     parts = list(compared)
     found = referee.median_ratio(answer, lambda r: r["gbs"], lambda ref: ref["gbs"])
     ratio = found[0] if found else None
-    if ratio is not None and not compared[0].ok:
+    if ratio is not None and not compared[0].ok \
+            and load_explains("bandwidth", answer, lambda r: r["gbs"], lambda ref: ref["gbs"]) is None:
         if 0.4 <= ratio <= 0.6:
             parts.append(Part(False, _m("mistake.reads_only", ratio=_times(ratio, "reference")), weight=0,
                               mistake="reads_only"))

@@ -203,6 +203,17 @@ def test_step_miscounts_are_named_and_keep_partial_credit(fixed_peak, how):
     assert named(parts) == {how} and 0 < fraction(parts) < 1
 
 
+def test_a_step_time_off_by_no_more_than_the_reference_spread_is_told_the_machine_was_busy(fixed_peak):
+    """The reference's own step times 4x apart: a step time just outside the band is the load's doing, so no cause is
+    named (``expectations.load_explains``); 20x off beside the same reference still is."""
+    answer = step_answer([step_round(STEP_S / 6)] * 3, STEP_S)
+    answer["observed"]["reference"] = [{"seconds": s} for s in (STEP_S, 4 * STEP_S, 4 * STEP_S)]
+    parts = step_score(STEP_CASE, answer)
+    assert not named(parts) and "the machine was busy" in parts[-1].message.en and fraction(parts) < 1
+    answer["rounds"] = [step_round(STEP_S / 80)] * 3
+    assert named(step_score(STEP_CASE, answer)) == {"no_sync"}
+
+
 def test_step_timed_far_from_the_reference_is_named(fixed_peak):
     parts = step_score(STEP_CASE, step_answer([step_round(STEP_S / 20)] * 3, STEP_S))
     assert named(parts) == {"no_sync"} and "Faster than the hardware can be" in parts[-1].message.en
