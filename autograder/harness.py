@@ -17,6 +17,7 @@ import math
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -211,6 +212,19 @@ def _materialising(fn: Callable[[], Any]) -> Callable[[], Any]:
         return result
 
     return call
+
+
+@contextmanager
+def one_cpu_thread(device: Any):
+    """One torch thread while timing on the CPU (``device``), torch's own number elsewhere: how a check times both
+    sides of a comparison (the learner's timing and its reference). Each side then needs one core, and programs that
+    hold the others slow both alike; a parallel op on busy cores waits for each of its threads' turns instead (on 2
+    cores busy with 8 other programs a 128 x 128 matmul took 80 ms on 2 threads and 60 us on one)."""
+    restore, _ = _use_threads(1 if device_name(device) == "cpu" else None)
+    try:
+        yield
+    finally:
+        restore()
 
 
 def _use_threads(threads: int | None) -> tuple[Callable[[], None], int | None]:

@@ -64,8 +64,11 @@ def matmul_tflops(dtype: Any = "float32", device: Any = "cpu", budget_s: float =
     a CPU without native bf16, still finish in time) and the best shape is timed
     again with what is left. ``library``: ``'torch'`` (default; ``'mlx'`` for the
     ``'mlx'`` device), ``'numpy'`` (CPU), or ``'best'`` (the faster of torch and numpy
-    on the CPU). Returns ``tflops``, ``size``, ``timing`` (:class:`Timing` of the
-    best), ``sweep`` (``[{size, tflops}]``), ``dtype``, ``device``, ``library``.
+    on the CPU). Given ``sizes`` are timed on torch's threads as they are set (as a
+    learner's own timing runs); a sweep, on the CPU, on one thread per physical core, or
+    on one thread where the cores are so busy that it is faster (:func:`_pick_threads`).
+    Returns ``tflops``, ``size``, ``timing`` (:class:`Timing` of the best), ``sweep``
+    (``[{size, tflops}]``), ``dtype``, ``device``, ``library``.
     """
     dt = canonical_dtype(dtype)
     name = device_name(device)
@@ -115,12 +118,13 @@ def _sweep(maker, name: str, sizes, deadline: float) -> tuple[list[dict], dict]:
     shape: a maximum over a few short, noisy ramp medians would be biased upwards.
     """
     cap = _largest_size(maker.itemsize, name)
+    threads = None if sizes else _pick_threads(maker(PROBE_SIZE), name)
     if sizes:
-        results = [_time_size(maker, n, name, max(deadline - time.perf_counter(), 1e-3) / (len(sizes) - i))
+        results = [_time_size(maker, n, name, max(deadline - time.perf_counter(), 1e-3) / (len(sizes) - i), threads)
                    for i, n in enumerate(sizes)]
         return results, max(results, key=lambda r: r["tflops"])
     ramp_end = time.perf_counter() + 0.5 * (deadline - time.perf_counter())
-    probe = _time_size(maker, PROBE_SIZE, name, 0.02 * (deadline - time.perf_counter()))
+    probe = _time_size(maker, PROBE_SIZE, name, 0.02 * (deadline - time.perf_counter()), threads)
     results, rate, setup_per_elem = [probe], _plan_rate(probe), probe["setup_s"] / PROBE_SIZE**2
     for n in (s for s in SIZES if s <= cap):
         call_s = _flop(n) / rate
@@ -129,7 +133,7 @@ def _sweep(maker, name: str, sizes, deadline: float) -> tuple[list[dict], dict]:
         # even when a noisy probe made the ramp look expensive.
         if time.perf_counter() + cost > (deadline if n <= MIN_SWEEP_SIZE else ramp_end):
             break
-        result = _time_size(maker, n, name, 5 * call_s)
+        result = _time_size(maker, n, name, 5 * call_s, threads)
         results.append(result)
         rate = _plan_rate(result)
         setup_per_elem = max(setup_per_elem, result["setup_s"] / n**2)
@@ -137,7 +141,7 @@ def _sweep(maker, name: str, sizes, deadline: float) -> tuple[list[dict], dict]:
     best = [r for r in results if r["tflops"] >= 0.9 * top][-1]  # the largest shape near the top: steadier
     left = deadline - time.perf_counter() - best["setup_s"]
     if left > 4 * best["timing"].median_s:  # time it again, with the rest of the budget
-        final = _time_size(maker, best["size"], name, left)
+        final = _time_size(maker, best["size"], name, left, threads)
         results[results.index(best)] = best = final
     return results, best
 
@@ -147,12 +151,12 @@ def _plan_rate(result: dict) -> float:
     return _flop(result["size"]) / result["timing"].min_s
 
 
-def _time_size(maker, n: int, name: str, budget_s: float) -> dict:
+def _time_size(maker, n: int, name: str, budget_s: float, threads: int | None) -> dict:
     began = time.perf_counter()
     fn = maker(n)
     synchronizer(name)()  # the inputs exist before timing starts
     setup_s = time.perf_counter() - began
-    timing = time_fn(fn, device=name, budget_s=max(budget_s, 1e-3), min_reps=3, threads=_threads(name))
+    timing = time_fn(fn, device=name, budget_s=max(budget_s, 1e-3), min_reps=3, threads=threads)
     del fn
     return {"size": n, "tflops": _flop(n) / timing.median_s / 1e12, "timing": timing, "setup_s": setup_s}
 
@@ -170,6 +174,23 @@ def _threads(name: str) -> int | None:
         return detect().cpu.physical_cores or os.cpu_count()
     except Exception:  # detection is best effort
         return os.cpu_count()
+
+
+PICK_REPS = 3  # timed calls of each thread count when choosing one
+
+
+def _pick_threads(fn: Callable[[], Any], name: str) -> int | None:
+    """The torch threads to measure ``fn`` with: on the CPU one per physical core, unless that runs slower than one
+    thread would on every core. Where other programs hold the cores, each call of a parallel kernel waits for all its
+    threads' turns: on 2 cores busy with 8 other processes a 128 x 128 matmul took 80 ms on 2 threads and 60 us on 1,
+    so a peak measured on all cores read 1000x low."""
+    cores = _threads(name)
+    if name != "cpu" or not cores or cores < 2:
+        return cores
+
+    def fastest(threads: int) -> float:
+        return time_fn(fn, device=name, budget_s=1e-3, warmup=1, min_reps=PICK_REPS, inner=1, threads=threads).min_s
+    return 1 if fastest(cores) > cores * fastest(1) else cores
 
 
 def _largest_size(itemsize: int, name: str) -> int:
@@ -284,7 +305,7 @@ def bandwidth_gbs(kind: str = "copy", device: Any = "cpu", nbytes: int | None = 
     ``nbytes``: size of one array (default: >= 4x the last-level cache, at least
     128 MB on a CPU and 1 GiB on an accelerator, within a quarter of free memory).
     Bytes counted: copy reads one array and writes one (2 x nbytes); triad reads two
-    and writes one (3 x nbytes). Returns ``gbs``, ``timing``, ``kind``, ``device``,
+    and writes one (3 x nbytes). Threads as :func:`_pick_threads` picks them. Returns ``gbs``, ``timing``, ``kind``, ``device``,
     ``nbytes``, ``bytes_moved``.
     """
     if kind not in BANDWIDTH_KINDS:
@@ -296,8 +317,9 @@ def bandwidth_gbs(kind: str = "copy", device: Any = "cpu", nbytes: int | None = 
     began = time.perf_counter()
     fn = _bandwidth_fn(kind, name, nbytes // 4)
     synchronizer(name)()
+    threads = _pick_threads(fn, name)
     left = max(budget_s - (time.perf_counter() - began), budget_s / 2)  # a slow allocation leaves the timing its share
-    timing = time_fn(fn, device=name, budget_s=left, min_reps=3, threads=_threads(name))
+    timing = time_fn(fn, device=name, budget_s=left, min_reps=3, threads=threads)
     moved = arrays * (nbytes // 4) * 4
     return {"gbs": moved / timing.median_s / 1e9, "timing": timing, "kind": kind, "device": name,
             "nbytes": nbytes, "bytes_moved": moved}

@@ -189,3 +189,27 @@ def test_reference_taken_on_a_busy_machine_is_raised_to_now(tmp_path, monkeypatc
     assert band.contains(25.0) and band.basis == "measured"
     from autograder.modules.m06_choosing_hardware.lesson import mfu_peak
     assert mfu_peak("cpu") == 0.065
+
+
+@pytest.mark.parametrize("parallel_s, serial_s, picked", [(0.02, 1e-4, 1), (1e-4, 1e-4, 4), (3e-4, 1e-4, 4)])
+def test_threads_are_all_cores_unless_one_thread_beats_them_all(monkeypatch, parallel_s, serial_s, picked):
+    """On busy cores a parallel kernel waits for each thread's turn (80 ms where one thread took 60 us): then one
+    thread measures the machine; otherwise every physical core does, even when one thread is a little faster."""
+    import torch
+    monkeypatch.setattr(reference, "_threads", lambda name: 4)
+
+    def kernel():
+        time.sleep(parallel_s if torch.get_num_threads() > 1 else serial_s)
+    before = torch.get_num_threads()
+    assert reference._pick_threads(kernel, "cpu") == picked
+    assert torch.get_num_threads() == before
+
+
+def test_the_peak_and_the_bandwidth_are_measured_on_the_threads_picked(monkeypatch):
+    """A sweep (a peak) and the bandwidth take the threads picked; a given size is timed on torch's threads as
+    they are set, as a learner's own timing of it runs, beside which it is compared."""
+    import torch
+    monkeypatch.setattr(reference, "_pick_threads", lambda fn, name: 1)
+    assert reference.matmul_tflops("fp32", "cpu", budget_s=0.3)["timing"].threads == 1
+    assert reference.matmul_tflops("fp32", "cpu", budget_s=0.3, sizes=[256])["timing"].threads == torch.get_num_threads()
+    assert reference.bandwidth_gbs("copy", "cpu", nbytes=2**22, budget_s=0.2)["timing"].threads == 1

@@ -2,7 +2,6 @@
 tables and widgets."""
 from __future__ import annotations
 
-import contextlib
 from typing import Callable
 
 from ...i18n import msg
@@ -49,21 +48,13 @@ def make_step(device="cpu", width: int = 256, depth: int = 3, batch: int = 128,
     return step
 
 
-@contextlib.contextmanager
 def step_threads():
     """CPU threads as exercise 01's speed-up check times a step: one on a computer without an accelerator (CPU vs
-    CPU, comparable even on a shared machine), torch's own number otherwise."""
-    import torch
-
+    CPU, comparable even on a shared machine: :func:`autograder.harness.one_cpu_thread`), torch's own number
+    otherwise."""
+    from ...harness import one_cpu_thread
     from ...hardware import best_device
-
-    threads = torch.get_num_threads()
-    if best_device() == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+    return one_cpu_thread(best_device())
 
 
 def step_flops(width: int, depth: int = 3, batch: int = 128) -> float:

@@ -530,7 +530,9 @@ TIMER = "autograder.harness.time_fn"  # the task says to time with it: it warms 
 
 
 def _measure_answer(fn, case):
-    with _watching_course_measurements() as called:
+    """The learner's measurement, on one torch thread on a CPU (as the reference: :func:`harness.one_cpu_thread`)."""
+    from ...harness import one_cpu_thread
+    with one_cpu_thread(case["device"]), _watching_course_measurements() as called:
         result = fn(case["dtype"], case["device"])
     return {**_dict_answer(result, MEASURE_KEYS), "device": case["device"], "dtype": case["dtype"],
             "reference_called": sorted(called - {TIMER}), "time_fn": TIMER in called}
@@ -541,13 +543,15 @@ MEASURE_SIZES = (16, 16384)  # the reference times the learner's n, kept within 
 
 def _measure_reference(case: dict, answer: dict) -> dict:
     """The course's matmul at the learner's size, in the case's dtype, on the case's device; taken again where it
-    slowed (``referee.retaken``), keeping the faster."""
+    slowed (``referee.retaken``), keeping the faster; on a CPU on one torch thread, as the learner's rounds run."""
+    from ...harness import one_cpu_thread
     from ...reference import matmul_tflops
     n = answer.get("n") if isinstance(answer, dict) else None
     n = int(min(max(n, MEASURE_SIZES[0]), MEASURE_SIZES[1])) if isinstance(n, (int, float)) and math.isfinite(n) else 1024
 
     def take() -> dict:
-        return {"tflops": matmul_tflops(case["dtype"], case["device"], budget_s=1.0, sizes=[n])["tflops"], "n": n}
+        with one_cpu_thread(case["device"]):
+            return {"tflops": matmul_tflops(case["dtype"], case["device"], budget_s=1.0, sizes=[n])["tflops"], "n": n}
     return referee.retaken(["m02.measure", case, n], take, lambda r: [r["tflops"]],
                            lambda a, b: max(a, b, key=lambda r: r["tflops"]))
 

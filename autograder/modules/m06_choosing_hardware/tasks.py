@@ -445,15 +445,10 @@ def _counting(builds: list):
 
 def _mfu_answer(learner, case) -> Any:
     """The learner's result and the calls of each step built; on a CPU, one torch thread (as the reference)."""
-    import torch
-    device = device_of(case)
-    threads, builds = torch.get_num_threads(), []
-    if device == "cpu":
-        torch.set_num_threads(1)  # CPU vs CPU: one thread keeps both timings comparable on a shared machine
-    try:
+    from ...harness import one_cpu_thread
+    device, builds = device_of(case), []
+    with one_cpu_thread(device):
         result = learner(_counting(builds), device, list(case["dims"]), case["batch"], case["frozen"])
-    finally:
-        torch.set_num_threads(threads)
     return dict(result, calls=[b["calls"] for b in builds]) if isinstance(result, dict) else result
 
 
