@@ -263,9 +263,11 @@ def _tasks(args):
 
 @_guard
 def _submit(args):
-    from .submit import review, submit
+    from .submit import review, submit, worked_in
     course = _course(args)
     path = submit(course, args.assignment, args.student or "", args.to)
+    for name, file in worked_in(course, args.assignment).items():
+        print(msg("grading.submit_sends", file=file.name, notebook=name).text())
     if not args.no_check:
         print(msg("grading.submit_checking", seconds=f"{args.check_timeout:g}").text(), flush=True)
     notes = review(course, args.assignment, run=not args.no_check, timeout_s=args.check_timeout)

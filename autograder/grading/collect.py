@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from ..i18n import Message, msg
+from . import languages
 from .course import Course, GradingError, api, succeed
 from .roster import add_students, id_problem, students
 from .scratch import MAX_FILE_BYTES, TIMESTAMP, UnsafeFile, fresh_folder, read_regular, write_new
@@ -114,6 +115,7 @@ def from_exchange(course: Course, assignment: str, add_unknown: bool = False) ->
             continue
         if not _is_folder(folder):
             continue
+        _one_file_each(folder, course.notebooks(assignment))
         disagrees = made - claimed > _seconds(TOLERANCE_S) or claimed - made > _seconds(TOLERANCE_S)
         at = made if disagrees else claimed
         write_new(folder / TIMESTAMP, at.isoformat().encode("utf-8"))
@@ -121,6 +123,21 @@ def from_exchange(course: Course, assignment: str, add_unknown: bool = False) ->
         done.append(Collected(student, name, note=note, added=student in unknown))
     add_students(course, [c.student for c in done if c.added])
     return done
+
+
+def _one_file_each(folder: Path, notebooks: list[str]) -> None:
+    """What nbgrader's collect copied (the learner's whole exercise folder) with one file per notebook: the one
+    the learner worked in (``languages.worked_in``) under the notebook's name, its other language files removed."""
+    for notebook in notebooks:
+        found = {}
+        for name in languages.file_names(notebook):
+            with contextlib.suppress(OSError, ValueError):
+                found[name] = (read_regular(folder, name), (folder / name).lstat().st_mtime)
+        if set(found) - {languages.file_name(notebook)}:
+            data = found[languages.worked_in(found)][0]
+            for name in found:
+                (folder / name).unlink()
+            write_new(folder / languages.file_name(notebook), data)
 
 
 @contextlib.contextmanager
@@ -314,11 +331,12 @@ def _read(folder: Path, name: str, assignment: str, notebooks: list[str], studen
         raise UnsafeFile(msg("grading.unsafe_file", name=name, kind="symbolic link"))
     if stat.S_ISDIR(info.st_mode):
         base = f"{name}/{assignment}" if _is_folder(folder / name / assignment) else name
-        found = {}
+        found, times = {}, {}
         for path in (folder / base).iterdir():
             if path.name.endswith(".ipynb") and not path.name.startswith("."):
                 found[path.name] = lambda n=path.name: read_regular(folder, f"{base}/{n}")
-        return _pick(found, notebooks, name), stamp
+                times[path.name] = path.lstat().st_mtime
+        return _pick(found, notebooks, name, times), stamp
     if name.endswith(".ipynb"):
         notebook = name[:-len(".ipynb")].partition("__")[2] or notebooks[0]
         return _pick({f"{notebook}.ipynb": lambda: read_regular(folder, name)}, notebooks, name), stamp
@@ -338,15 +356,23 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
-def _pick(found: dict, notebooks: list[str], name: str) -> dict[str, bytes]:
+def _pick(found: dict, notebooks: list[str], name: str, times: dict[str, float] | None = None) -> dict[str, bytes]:
     """The assignment's notebooks among ``found`` (name -> bytes, or a function reading them); a single
-    notebook with another name is the assignment's only notebook. Nothing else is read. :class:`Refused`
-    when none is there, saying what is (several notebooks of other names, notebooks deeper in folders)."""
+    notebook with another name is the assignment's only notebook. A notebook's language files
+    (``<notebook>.ko.ipynb``, ``<notebook>.en.ipynb``) are that notebook: of several, the one the learner worked in
+    (``languages.worked_in``; ``times``: when each was changed, where known). Nothing else is read.
+    :class:`Refused` when none is there, saying what is (several notebooks of other names, notebooks deeper in
+    folders)."""
     wanted = [f"{n}.ipynb" for n in notebooks]
     top = [n for n in found if "/" not in n and n.endswith(".ipynb")]
     if len(wanted) == 1 and len(top) == 1 and top[0] not in wanted:
         found = {wanted[0]: found[top[0]]}
-    picked = {n: (found[n]() if callable(found[n]) else found[n]) for n in wanted if n in found}
+    picked = {}
+    for notebook in notebooks:
+        files = {f: (found[f]() if callable(found[f]) else found[f]) for f in languages.file_names(notebook) if f in found}
+        if files:
+            chosen = languages.worked_in({f: (data, (times or {}).get(f)) for f, data in files.items()})
+            picked[languages.file_name(notebook)] = files[chosen]
     if picked:
         return picked
     others = sorted(n for n in found if n.endswith(".ipynb"))

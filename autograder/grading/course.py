@@ -90,9 +90,11 @@ class Course:
         return self.root.joinpath(".nbgrader", *parts)
 
     def notebooks(self, assignment: str) -> list[str]:
-        """Names (without .ipynb) of the assignment's notebooks, from its source or released folder."""
+        """Names (without .ipynb) of the assignment's notebooks, from its source or released folder (a notebook's
+        language files, ``<name>.ko.ipynb`` and ``<name>.en.ipynb``, are that notebook)."""
+        from .languages import notebook_of
         for kind in ("source", "release"):
-            found = sorted(p.stem for p in self.folder(kind, assignment).glob("*.ipynb"))
+            found = sorted({notebook_of(p.name) for p in self.folder(kind, assignment).glob("*.ipynb")})
             if found:
                 return found
         raise GradingError(msg("grading.no_assignment", assignment=assignment, root=self.root).text())

@@ -6,8 +6,8 @@ from ``autograded/`` as a plain regular file. The HTML it writes is copied back 
 ``feedback/<student>/<assignment>/`` the same way. A student whose feedback fails is reported;
 the others get theirs.
 
-Every student gets a feedback file: on top of the graded notebook a cell in both languages with
-the score, the late penalty (or that it was on time) and what happened while grading; a student
+Every student gets a feedback file: on top of the graded notebook a cell in the notebook's language (both
+where it has none) with the score, the late penalty (or that it was on time) and what happened while grading; a student
 whose submission could not be graded (broken, refused at collect, missing) gets a page that says
 why, in both languages, under the same name.
 """
@@ -22,6 +22,7 @@ from pathlib import Path
 import nbformat
 
 from ..i18n import Message, msg
+from . import languages
 from .course import Course, GradingError, api, succeed
 from .safe_html import SafeHTMLExporter, policy, with_policy
 from .scratch import TIMESTAMP, UnsafeFile, fresh_folder, make_folder, read_regular, write_new
@@ -170,14 +171,15 @@ def _banner(assignment: str, student: str, row: dict | None) -> Message:
 
 
 def _with_banner(data: bytes, banner: Message) -> bytes:
-    """The graded notebook with ``banner`` as its first cell (a plain Markdown cell nbgrader does not grade)."""
+    """The graded notebook with ``banner`` as its first cell (a plain Markdown cell nbgrader does not grade), in
+    the notebook's language (``languages.language_of``; both where it has none)."""
     if not banner.en:
         return data
     try:
         nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception:
         return data
-    nb.cells.insert(0, _cell(banner))
+    nb.cells.insert(0, _cell(banner, languages.language_of(nb)))
     return nbformat.writes(nb).encode("utf-8")
 
 
@@ -188,9 +190,9 @@ def banner_cell(assignment: str, student: str, row: dict | None):
     return _cell(banner) if banner.en else None
 
 
-def _cell(banner: Message):
+def _cell(banner: Message, lang: str | None = None):
     title = msg("grading.feedback_title", assignment="", student="")
-    cell = nbformat.v4.new_markdown_cell(f"{banner.ko}\n\n---\n\n{banner.en}")
+    cell = nbformat.v4.new_markdown_cell(getattr(banner, lang) if lang else f"{banner.ko}\n\n---\n\n{banner.en}")
     cell.metadata["aihw"] = {"feedback_banner": True, "title": title.en}
     return cell
 

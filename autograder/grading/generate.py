@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import nbformat
+
 from .. import modules
 from ..checks import expected
 from ..checks.core import canonical
-from . import seeds
+from . import languages, seeds
 from ..i18n import msg
 from .course import Course, GradingError, api, succeed
 
@@ -27,8 +29,9 @@ def write_expected(module_id: str) -> Path | None:
 
 
 def generate(course: Course, assignment: str, release_dir: Path | None = None) -> Path:
-    """Write the student version of ``assignment`` and record its cells in the gradebook; refresh the
-    module's ``expected.json`` (the visible checks of a learner's install read it).
+    """Write the student version of ``assignment`` and record its cells in the gradebook; beside each notebook
+    its Korean and English files (``languages.for_learner``); refresh the module's ``expected.json`` (the
+    visible checks of a learner's install read it).
 
     ``release_dir`` (default: the course's ``exercises/``) receives ``<assignment>/*.ipynb``;
     the tests pass a temporary folder to compare with the committed copy.
@@ -39,7 +42,12 @@ def generate(course: Course, assignment: str, release_dir: Path | None = None) -
         config.CourseDirectory.release_directory = str(release_dir)
     succeed(api(course, config).generate_assignment(assignment, force=True, create=True),
             "grading.generate_failed", assignment=assignment)
-    return Path(config.CourseDirectory.root, config.CourseDirectory.release_directory, assignment)
+    folder = Path(config.CourseDirectory.root, config.CourseDirectory.release_directory, assignment)
+    for source in sorted(course.folder("source", assignment).glob("*.ipynb")):
+        student = nbformat.read(str(folder / source.name), as_version=4)
+        for lang in languages.LANGUAGES:
+            nbformat.write(languages.for_learner(student, lang), str(folder / languages.file_name(source.stem, lang)))
+    return folder
 
 
 def release(course: Course, assignment: str, force: bool = False) -> None:

@@ -23,7 +23,7 @@ from ..checks.referee import SOCKET_ENV
 from ..reference import MEMORY_LIMIT_ENV
 from ..i18n import msg
 from ..lesson_save import KERNELSPEC
-from . import records, sandbox
+from . import languages, records, sandbox
 from .kernel import SandboxedKernelManager, kernel_env
 from .referee import RefereeServer
 from .scratch import remove_tree
@@ -170,6 +170,8 @@ class SandboxedExecute(Execute):
                  "COURSE_CACHE_DIR": str(home / ".cache" / "ai-hardware-course"),
                  SOCKET_ENV: str(self._run / "referee.sock"), MEMORY_LIMIT_ENV: str(self.memory_limit),
                  HIDDEN_ENV: str(self._run / "cases.json")}
+        if languages.language_of(self.nb):  # the course speaks the notebook's language (lesson.setup reads this)
+            extra["COURSE_LANG"] = languages.language_of(self.nb)
         writable = [self._run]
         prefix = sandbox.prefix(writable, self.memory_limit, [Path(p) for p in self.private_paths], self.isolate,
                                 self.bwrap or None)
@@ -259,8 +261,9 @@ class SandboxedExecute(Execute):
         code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
         index = self._current if self._current is not None else (code[0] if code else None)
         if index is not None:
+            shown = why.text(languages.language_of(nb))
             nb.cells[index].outputs.append(NotebookNode(output_type="error", ename="ExecutionStopped",
-                                                        evalue=why.text(), traceback=[why.text()]))
+                                                        evalue=shown, traceback=[shown]))
 
 
 def course_kernel(nb, configured: str, notes_file: str, notebook: str) -> str:
@@ -287,7 +290,8 @@ class SaveRescoredGrades(SaveAutoGrades):
 
     def preprocess(self, nb, resources):
         self._seen = set()
-        nb, resources = super().preprocess(nb, resources)
+        with languages.speaking(languages.language_of(nb)):  # the verdicts in the notebook's language
+            nb, resources = super().preprocess(nb, resources)
         with Gradebook(self.db_url) as gb:
             submitted = gb.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
             for grade in submitted.grades:

@@ -8,6 +8,7 @@ attempted and which visible checks fail (``--no-check`` skips running the checks
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 import nbformat
 
 from ..i18n import Message, msg
+from . import languages
 from .collect import MANIFEST
 from .course import Course
 from .roster import id_problem
@@ -43,19 +45,34 @@ def submit(course: Course, assignment: str, student: str, out_dir: Path | None =
     work = course.folder("release", assignment)
     if not work.is_dir():
         raise SubmitError(msg("grading.submit_no_exercise", assignment=assignment, folder=work).text())
-    expected = course.notebooks(assignment)
-    for name in expected:
-        _readable(work / f"{name}.ipynb")
-    files = [work / f"{name}.ipynb" for name in expected]  # what the instructor collects: the notebooks only
+    files = worked_in(course, assignment)  # what the instructor collects: the notebooks only
+    for path in files.values():
+        _readable(path)
     stamp = datetime.now(timezone.utc).isoformat()
     manifest = {"student": student, "assignment": assignment, "course": course.course_id, "timestamp": stamp,
-                "files": {p.relative_to(work).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}}
+                "files": {name: hashlib.sha256(p.read_bytes()).hexdigest() for name, p in files.items()}}
     out = Path(out_dir or course.root / "submissions") / f"{student}__{assignment}.zip"
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in files:
-            archive.write(path, path.relative_to(work).as_posix())
+        for name, path in files.items():
+            archive.write(path, name)
         archive.writestr(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+    return out
+
+
+def worked_in(course: Course, assignment: str) -> dict[str, Path]:
+    """{the assignment's notebook file: the file of it the learner worked in}: of ``X.ipynb``, ``X.ko.ipynb`` and
+    ``X.en.ipynb`` in the exercise folder, the one ``languages.worked_in`` picks in the learner's chosen language
+    (``i18n.get_language``); ``X.ipynb`` itself where none is there (``_readable`` then says it is missing)."""
+    from ..i18n import get_language
+    work, out = course.folder("release", assignment), {}
+    for name in course.notebooks(assignment):
+        found = {}
+        for file in languages.file_names(name):
+            with contextlib.suppress(OSError):
+                found[file] = ((work / file).read_bytes(), (work / file).stat().st_mtime)
+        chosen = languages.worked_in(found, get_language()) if found else languages.file_name(name)
+        out[languages.file_name(name)] = work / chosen
     return out
 
 
@@ -96,11 +113,11 @@ def review(course: Course, assignment: str, run: bool = True, timeout_s: float =
     process (nbclient, like ``nbgrader validate``) for at most ``timeout_s`` seconds, and
     every attempted task whose visible check does not pass is listed.
     """
-    work = course.folder("release", assignment)
+    files = {languages.notebook_of(name): path for name, path in worked_in(course, assignment).items()}
     notes: list[Message] = []
     pending: list[Graded] = []
-    for name in course.notebooks(assignment):
-        graded = tasks_of(nbformat.read(str(work / f"{name}.ipynb"), as_version=4), name)
+    for name, path in files.items():
+        graded = tasks_of(nbformat.read(str(path), as_version=4), name)
         notes += [msg("grading.submit_not_attempted", task=_label(g)) for g in graded if g.untouched]
         pending += [g for g in graded if not g.untouched]
     if not run or not pending:
@@ -108,7 +125,7 @@ def review(course: Course, assignment: str, run: bool = True, timeout_s: float =
     deadline, checked = time.monotonic() + timeout_s, set()
     for name in dict.fromkeys(g.notebook for g in pending):
         mine = [g for g in pending if g.notebook == name]
-        results, finished = run_checks(work / f"{name}.ipynb", [g.cell for g in mine],
+        results, finished = run_checks(files[name], [g.cell for g in mine],
                                        max(1.0, deadline - time.monotonic()))
         checked |= {(name, cell) for cell in results}
         for g in mine:
