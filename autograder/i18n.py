@@ -7,6 +7,7 @@ Catalogued messages live in ``data/messages/*.yaml`` (the core) and in each modu
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -122,3 +123,16 @@ def msg(key: str, /, **values) -> Message:
 def both(ko: str, en: str) -> Message:
     """An uncatalogued message (for text built from data, such as a profile name)."""
     return Message(ko, en)
+
+
+@contextlib.contextmanager
+def speaking(lang: str | None):
+    """Messages in ``lang`` inside the block (None: as they are), then exactly as chosen before it."""
+    global _chosen
+    before = _chosen
+    if lang:
+        set_language(lang)
+    try:
+        yield
+    finally:
+        _chosen = before

@@ -49,17 +49,20 @@ def test_submit_refuses_a_bad_id_and_missing_or_malformed_notebooks(course, tmp_
     with pytest.raises(SubmitError, match="letters, digits"):
         submit(course, ASSIGNMENT, "../etc", tmp_path)
     notebook = course.folder("release", ASSIGNMENT, "demo.ipynb")
-    saved = notebook.read_bytes()
+    files = [course.folder("release", ASSIGNMENT, name) for name in ("demo.ipynb", "demo.ko.ipynb", "demo.en.ipynb")]
+    saved = {path: path.read_bytes() for path in files}
     try:
-        notebook.write_text("{broken")
+        notebook.write_text("{broken")  # changed last: the one sent
         with pytest.raises(SubmitError) as info:
             submit(course, ASSIGNMENT, "kim01", tmp_path)
         assert "읽을 수 없어" in str(info.value) and "cannot be read" in str(info.value)
-        notebook.unlink()
+        for path in files:  # a language file alone would be sent as the notebook
+            path.unlink()
         with pytest.raises(SubmitError, match="is missing"):
             submit(course, ASSIGNMENT, "kim01", tmp_path)
     finally:
-        notebook.write_bytes(saved)
+        for path, data in saved.items():
+            path.write_bytes(data)
 
 
 def test_collect_reads_zips_notebooks_and_folders_and_refuses_bad_entries(course, tmp_path):

@@ -7,9 +7,7 @@ notebook: a learner works in any of the three, and ``submit`` and ``collect`` ta
 (:func:`language_of`)."""
 from __future__ import annotations
 
-import contextlib
-
-from .. import bilingual, i18n
+from .. import bilingual
 
 LANGUAGES = bilingual.LANGUAGES
 
@@ -37,19 +35,6 @@ def language_of(nb) -> str | None:
     """``ko``/``en``: the language a notebook was built for (its metadata ``language``), else None (both)."""
     lang = nb.get("metadata", {}).get("language")
     return lang if lang in LANGUAGES else None
-
-
-@contextlib.contextmanager
-def speaking(lang: str | None):
-    """The course's messages in ``lang`` (None: as they were) while the grader writes into a notebook in it."""
-    before = i18n.get_language()
-    if lang:
-        i18n.set_language(lang)
-    try:
-        yield
-    finally:
-        if lang:
-            i18n.set_language(before)
 
 
 def for_learner(nb, lang: str):

@@ -21,7 +21,7 @@ from ..checks.core import RECORD_MIME, cases_for
 from ..checks.expected import HIDDEN_ENV
 from ..checks.referee import SOCKET_ENV
 from ..reference import MEMORY_LIMIT_ENV
-from ..i18n import msg
+from ..i18n import msg, speaking
 from ..lesson_save import KERNELSPEC
 from . import languages, records, sandbox
 from .kernel import SandboxedKernelManager, kernel_env
@@ -290,7 +290,7 @@ class SaveRescoredGrades(SaveAutoGrades):
 
     def preprocess(self, nb, resources):
         self._seen = set()
-        with languages.speaking(languages.language_of(nb)):  # the verdicts in the notebook's language
+        with speaking(languages.language_of(nb)):  # the verdicts in the notebook's language
             nb, resources = super().preprocess(nb, resources)
         with Gradebook(self.db_url) as gb:
             submitted = gb.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
