@@ -35,3 +35,27 @@ def for_language(nb, lang: str):
             cell.source = halves(cell.source)[lang]
     out.metadata["language"] = lang
     return out
+
+
+def built(nb, lang: str) -> str:
+    """The text of ``nb``'s notebook in ``lang``, as it is committed (nbformat's layout, a final newline)."""
+    import nbformat
+    return nbformat.writes(for_language(nb, lang)) + "\n"
+
+
+def write_languages(source) -> list:
+    """Write ``<stem>.ko.ipynb`` and ``<stem>.en.ipynb`` beside the one source ``source`` (each only where it
+    changed); their paths."""
+    from pathlib import Path
+
+    import nbformat
+    source = Path(source)
+    nb = nbformat.read(source, as_version=4)
+    paths = []
+    for lang in LANGUAGES:
+        path = source.with_name(f"{source.stem}.{lang}.ipynb")
+        text = built(nb, lang)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
