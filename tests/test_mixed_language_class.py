@@ -182,3 +182,16 @@ def test_collect_takes_a_language_file_as_the_notebook(template, tmp_path, names
                    exchange):
         assert sorted(p.name for p in folder.glob("*.ipynb")) == [f"{NOTEBOOK}.ipynb"], folder
         assert languages.language_of(nbformat.read(str(folder / f"{NOTEBOOK}.ipynb"), as_version=4)) == taken
+
+
+@pytest.mark.parametrize("path", sorted(REPO.glob("exercises/*/*_exercise.*.ipynb")), ids=lambda p: p.name)
+def test_an_exercise_language_file_speaks_only_its_language(path):
+    """Text in its language only, links to the lessons in it, no nbgrader metadata on a locked text cell."""
+    lang = path.name.split(".")[-2]
+    nb = nbformat.read(str(path), as_version=4)
+    assert languages.language_of(nb) == lang
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "markdown"):
+        hangul = re.search(r"[\uac00-\ud7a3]", cell.source)
+        assert bool(hangul) == (lang == "ko") or not re.search(r"[A-Za-z\uac00-\ud7a3]{3}", cell.source), (i, cell.source[:80])
+        assert f".{'en' if lang == 'ko' else 'ko'}.ipynb" not in cell.source, (i, cell.source[:80])
+        assert "nbgrader" not in cell.metadata and cell.metadata.get("editable") is False, i
