@@ -301,3 +301,18 @@ def test_every_markdown_cell_renders_its_bold_in_jupyterlab(browser, labs, shots
     assert len(sources) > 100, "the notebooks' bold text was not found"
     assert not left, "literal ** after rendering:\n" + "\n".join(f"{places[i]}: …{snippet}…" for i, snippet in left)
     assert not lab.errors, "\n".join(lab.errors)
+
+
+def test_a_section_link_scrolls_to_its_section(browser, labs, shots):
+    """A link to a place far down a lesson scrolls there, though JupyterLab has not drawn that cell yet (issue 29:
+    links to ``<a id>`` anchors did not; the built notebooks link to the cell, ``#cell-id=…``)."""
+    lab = Lab(browser, labs["en"], shots, "section-link")
+    lab.open("lessons/04_training_memory/04_training_memory.en.ipynb")
+    lab.page.locator(".jp-RenderedMarkdown a[href*='#cell-id=sec-references']").first.click()
+    lab.page.wait_for_function("""() => { const nb = window.jupyterapp.shell.currentWidget.content;
+        const cell = nb.widgets.find(c => c.model.id === 'sec-references');
+        if (!cell || !cell.node.isConnected) return false;
+        const r = cell.node.getBoundingClientRect(), v = nb.node.getBoundingClientRect();
+        return r.bottom > v.top && r.top < v.bottom; }""", timeout=30_000)
+    lab.shot("scrolled-to-references")
+    assert not lab.errors, "\n".join(lab.errors)
