@@ -529,7 +529,7 @@ def plot_activation_sweep(measured: dict):
         ax.set_xlabel(names[knob])
         ax.set_ylabel("MiB")
         ax.grid(alpha=0.3)
-    fig.suptitle(t("작은 transformer가 역전파용으로 저장하는 활성값(측정)",
+    fig.suptitle(t("작은 트랜스포머가 역전파용으로 저장하는 활성값(측정)",
                    "Activations a small transformer saves for the backward pass (measured)"))
     fig.tight_layout()
     return fig
