@@ -15,6 +15,7 @@ import math
 import re
 
 from autograder.checks.core import Recorded, canonical
+from autograder.knowledge import backward_flops, forward_flops
 from autograder.modules.m05_networking import logs
 from autograder.modules.m05_networking.tasks import (MEASURE_BUDGET_S, MEASURE_LIMIT_S, RING_TIMEOUT_S, SLOWEST,
                                                      TASKS, fake_busbw)
@@ -346,9 +347,8 @@ def _measure_mistakes() -> dict:
 def _step_s(job: dict, system: dict, gpus: int, *, comm=True, overlap=True, nvlink_beyond=False, one_nic=False,
             ring_only=False) -> float:
     """One data-parallel step: forward, then backward overlapped with the gradient all-reduce."""
-    flops = job["params"] * job["tokens"]
     rate = gpus * system["mfu"] * system["bf16_tflops"] * 1e12
-    forward, backward = 2 * flops / rate, 4 * flops / rate
+    forward, backward = forward_flops(job["params"], job["tokens"]) / rate, backward_flops(job["params"], job["tokens"]) / rate
     seconds = 0.0
     if comm and gpus > 1:
         width = system["gpus_per_node"]
