@@ -15,7 +15,7 @@ import math
 import re
 
 from autograder.checks.core import Recorded, canonical
-from autograder.knowledge import backward_flops, forward_flops
+from autograder.knowledge import backward_flops, bytes_per_param, forward_flops
 from autograder.modules.m05_networking import logs
 from autograder.modules.m05_networking.tasks import (MEASURE_BUDGET_S, MEASURE_LIMIT_S, RING_TIMEOUT_S, SLOWEST,
                                                      TASKS, fake_busbw)
@@ -355,7 +355,8 @@ def _step_s(job: dict, system: dict, gpus: int, *, comm=True, overlap=True, nvli
         beyond = system["nic_gbs"] * (1 if one_nic else width)
         w = system["nvlink_gbs"] if gpus <= width or nvlink_beyond else min(system["nvlink_gbs"], beyond)
         share = 1.0 if system["in_network"] and not ring_only else 2 * (gpus - 1) / gpus
-        seconds = share * 2 * job["params"] / (w * 1e9)
+        gradients = bytes_per_param("mixed", "adam")["gradients"] * job["params"]  # bf16 gradients: 2·P bytes
+        seconds = share * gradients / (w * 1e9)
     return forward + (max(backward, seconds) if overlap else backward + seconds)
 
 

@@ -62,11 +62,11 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
            allreduce_budget_s: float = 4.0) -> dict:
     """Everything the report card shows, as plain data (see the module docstring for the keys read)."""
     from ... import results
-    from ...results import REPORT_CARD as CARD
     from ...hardware import best_device, detect
     from ...harness import device_name
     from ...profiles import match
     from ...reference import _accelerator, measured_profile
+    from ...results import REPORT_CARD as CARD
 
     name = device_name(device) if device is not None else best_device()
     recorded = results.load()
@@ -76,25 +76,28 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
     items = []
 
     for dt in CARD.matmul_dtypes:
-        rec = recorded.get(CARD.matmul(dt).id)
+        key = CARD.matmul(dt)
+        rec = recorded.get(key.id)
         ref = reference.spec["matmul"].get(dt)
         if rec is None and ref is None:
             continue
         value = rec["value"] if rec else ref["tflops"]
         size = (rec or {}).get("meta", {}).get("size") if rec else ref.get("size")
         peak, basis = (spec.peak(dt), "spec") if spec is not None and spec.peak(dt) else (ref["tflops"] if ref else None, "measured")
-        peak, note = _peak(peak, value, basis, "TFLOP/s")
-        items.append({"what": "matmul", "dtype": dt, "value": value, "unit": "TFLOP/s",
-                      "source": "m02" if rec else "reference", "intensity": _matmul_intensity(size, dt),
+        peak, note = _peak(peak, value, basis, key.unit)
+        items.append({"what": "matmul", "dtype": dt, "value": value, "unit": key.unit,
+                      "source": rec["module"] if rec else "reference", "intensity": _matmul_intensity(size, dt),
                       "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec), "note": note})
 
     for kind in ("copy", "triad"):
-        rec = recorded.get(CARD.bandwidth(kind).id)
+        key = CARD.bandwidth(kind)
+        rec = recorded.get(key.id)
         value = rec["value"] if rec else reference.spec["bandwidth"][kind]["gbs"]
         peak, basis = ((spec.bandwidth_gbs, "spec") if spec is not None and spec.bandwidth_gbs
                        else (reference.spec["bandwidth"][kind]["gbs"], "measured"))
-        peak, note = _peak(peak, value, basis, "GB/s")
-        items.append({"what": kind, "value": value, "unit": "GB/s", "source": "m03" if rec else "reference",
+        peak, note = _peak(peak, value, basis, key.unit)
+        items.append({"what": kind, "value": value, "unit": key.unit,
+                      "source": rec["module"] if rec else "reference",
                       "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec), "note": note})
 
     rec = recorded.get(CARD.allreduce.id) or recorded.get(CARD.allreduce_now.id)
