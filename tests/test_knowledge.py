@@ -1,6 +1,6 @@
 """Course knowledge has one home (``autograder/knowledge.py``, ``data/knowledge.yaml``): the bytes per parameter of
-each training recipe and the training FLOPs rule (6·N·D and its parts). Modules 01, 04, 05 and 06, their reference
-answers and the lessons read them from there; nobody writes them again."""
+each training recipe and the training FLOPs rule (6·N·D and its parts). Modules 01, 04 and 06, the reference answers
+of 01, 04, 05 and 06, and the lessons read them from there; nobody writes them again."""
 import ast
 import json
 from pathlib import Path
