@@ -1,5 +1,6 @@
-"""The shape of the package: a module is one folder, modules never reach into each other, the core
-knows no module, the instructor's answers stay apart, and every module's ``expected.json`` is fresh."""
+"""The shape of the package: a module is one folder, modules never reach into each other (what they share is the
+core's knowledge layer), the core knows no module, the instructor's answers stay apart, and every module's
+``expected.json`` is fresh."""
 import ast
 import json
 from pathlib import Path
@@ -55,6 +56,13 @@ def test_modules_import_only_the_core_and_themselves():
             for name in imported(path):
                 assert module_of(name) in (None, folder), f"{path.relative_to(REPO)} imports {name}"
                 assert not name.startswith("course_answers"), f"{path.relative_to(REPO)} imports {name}"
+
+
+def test_what_modules_share_sits_below_them_all():
+    """The one place modules share rules: the core's knowledge layer, which imports nothing of the course but the
+    YAML loader (so any module, answer or lesson can read it without reaching into another module)."""
+    course = {name for name in imported(PACKAGE / "knowledge.py") if name.startswith("autograder")}
+    assert course == {"autograder.datafile", "autograder.datafile.read_yaml"}
 
 
 def test_the_core_knows_no_module():
