@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = CourseParser(prog="course", description=t("AI 하드웨어 과정", "AI hardware course"))
     _language_option(parser)
     sub = parser.add_subparsers(dest="command", required=True)
-    start = sub.add_parser("start", allow_abbrev=False, help=t("JupyterLab에서 시작 페이지 열기", "open JupyterLab on the start page"),
+    start = sub.add_parser("start", allow_abbrev=False, help=t("JupyterLab에서 시작 페이지 열기", "open JupyterLab on the "
+                                                                                         "start page"),
                            description=t("다른 옵션은 JupyterLab에 넘깁니다(`jupyter lab --help`).",
                                          "Other options go to JupyterLab (`jupyter lab --help`)."))
     _language_option(start)

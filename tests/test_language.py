@@ -203,3 +203,37 @@ def test_a_choice_made_with_lang_is_remembered_and_used_next_time(tmp_path):
         code=SUBMIT)
     assert remembered.read_text().strip() == "en"
     assert_language(run(tmp_path, "--help").stdout, "en")
+
+
+# ---------------------------------------------------------------- nbgrader validate: the course's verdict lines
+VERDICT = ('from autograder.checks.core import report, Part\nfrom autograder.i18n import Message\n'
+           'report(Message("합계", "Sum"), [Part(True, Message("하나", "one")), '
+           'Part(False, Message("둘: 기댓값 2, 실제값 3", "two: expected 2, found 3"))], 2)')
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_a_verdict_under_validate_is_in_the_chosen_language(rule, monkeypatch, lang):
+    from autograder.checks import core
+    from autograder.i18n import Message
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    monkeypatch.setenv("COURSE_LANG", lang)
+    with pytest.raises(core.CheckFailed) as info:
+        core.report(Message("합계", "Sum"), [core.Part(True, Message("하나", "one")),
+                                             core.Part(False, Message("둘: 기댓값 2, 실제값 3", "two: expected 2, found 3"))], 2)
+    assert_language(str(info.value), lang)
+
+
+def test_nbgrader_validate_shows_the_verdict_in_the_remembered_language(tmp_path):
+    """The kernel nbgrader validate starts reads the learner's remembered choice (over a Korean locale); nbgrader's
+    own lines around it are nbgrader's English."""
+    import nbformat
+    cell = nbformat.v4.new_code_cell(VERDICT)
+    cell.metadata["nbgrader"] = {"grade": True, "grade_id": "sum", "points": 2, "solution": False, "locked": True,
+                                 "schema_version": 3}
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), str(tmp_path / "check.ipynb"))
+    (tmp_path / "config" / "ai-hardware-course").mkdir(parents=True)
+    (tmp_path / "config" / "ai-hardware-course" / "language").write_text("en\n")
+    done = run(tmp_path, "validate", "check.ipynb", env={"LANG": "ko_KR.UTF-8"},
+               code="import runpy; runpy.run_module('nbgrader', run_name='__main__')")
+    error = done.stdout.split("The error was:", 1)[-1]
+    assert "expected 2, found 3" in error and not HANGUL.search(error), done.stdout + done.stderr
