@@ -15,11 +15,12 @@ def _hardware(args: argparse.Namespace) -> int:
     print(hardware.describe(report))
     profile = reference.profile_for(refresh=args.refresh) if args.profile else None
     if profile is not None:
-        print(f"\nprofile: {profile.name} ({'measured' if profile.measured else 'spec'})")
+        kind = t("측정값", "measured") if profile.measured else t("사양", "spec")
+        print(f"\n{t('프로파일', 'profile')}: {profile.name} ({kind})")
         for dtype, tflops in sorted(profile.peak_tflops.items()):
             print(f"  {dtype:>6}: {tflops:g} TFLOP/s")
         if profile.bandwidth_gbs:
-            print(f"  memory bandwidth: {profile.bandwidth_gbs:g} GB/s")
+            print(f"  {t('메모리 대역폭', 'memory bandwidth')}: {profile.bandwidth_gbs:g} GB/s")
     return 0
 
 

@@ -103,6 +103,15 @@ def test_the_option_is_found_anywhere_before_a_double_dash():
     assert language.split(["test", "--", "--lang", "en"])[0] is None
 
 
+def test_the_rule_imports_only_the_standard_library():
+    """bootstrap decides the language before the course's environment exists."""
+    import ast
+    tree = ast.parse(Path(language.__file__).read_text(encoding="utf-8"))
+    names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+
+
 def test_a_page_in_one_language_follows_the_choice_and_under_both_the_locale(rule, monkeypatch):
     assert language.page("ko") == "ko" and language.page("en") == "en" and language.page("both") == "en"
     monkeypatch.setenv("LANG", "ko_KR.UTF-8")
