@@ -10,8 +10,18 @@ LESSON = re.compile(r"(?:^|/)lessons/(\d\d_[a-z0-9_]+)/\1\.(ko|en)\.ipynb$")
 
 
 def lesson(module: str, lang: str, root: Path | str = ".") -> Path:
-    """A lesson notebook: ``lessons/NN_topic/NN_topic.{ko,en}.ipynb``."""
+    """A lesson notebook: ``lessons/NN_topic/NN_topic.{ko,en}.ipynb`` (built from :func:`lesson_source`)."""
     return Path(root) / "lessons" / module / f"{module}.{lang}.ipynb"
+
+
+def lesson_source(module: str, root: Path | str = ".") -> Path:
+    """A lesson's one source, both languages side by side (``autograder.bilingual``): ``lessons/NN_topic/NN_topic.ipynb``."""
+    return Path(root) / "lessons" / module / f"{module}.ipynb"
+
+
+def lesson_sources(root: Path | str = ".") -> list[Path]:
+    """Every lesson's source, in module order."""
+    return sorted(p for p in Path(root).glob("lessons/*/*.ipynb") if p.name == f"{p.parent.name}.ipynb")
 
 
 def exercise(module: str, kind: str = "solutions", root: Path | str = ".") -> Path:

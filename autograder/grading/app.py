@@ -26,11 +26,16 @@ def add_parser(subparsers, language_option) -> None:
                                                             "solutions/NN -> exercises/NN (the student version)"))
     p.add_argument("assignment")
     p.set_defaults(func=_generate)
+    p = sub.add_parser("lessons", help=t("lessons/NN/NN.ipynb -> NN.ko.ipynb, NN.en.ipynb (수업을 언어별로 만들기)",
+                                         "lessons/NN/NN.ipynb -> NN.ko.ipynb, NN.en.ipynb (build each lesson in each "
+                                         "language from its one source)"))
+    p.add_argument("modules", nargs="*", help=t("예: 01_devices (기본: 모든 수업)", "e.g. 01_devices (default: every lesson)"))
+    p.set_defaults(func=_lessons)
     p = sub.add_parser("edition", help=t("학습자용 판 쓰기: 해답, 숨은 테스트, 참조 구현 없이 (수업 저장소용)",
                                          "write the learner edition: no solutions, hidden tests or references (a "
                                          "class's repository)"))
-    p.add_argument("folder", type=Path, help=t("새 폴더나 빈 폴더, 과정 폴더 밖", "a new or empty folder outside the course "
-                                                                      "folder"))
+    p.add_argument("folder", type=Path, help=t("새 폴더나 빈 폴더, 과정 폴더 밖",
+                                               "a new or empty folder outside the course folder"))
     p.set_defaults(func=_edition)
     p = sub.add_parser("release", parents=[parent], help=t("학생용을 만들어 nbgrader 교환 폴더로 배포",
                                                            "generate, then release to the nbgrader exchange"))
@@ -173,6 +178,19 @@ def _guard(run):
 def _generate(args):
     from .generate import generate
     print(generate(_course(args), args.assignment))
+
+
+def _lessons(args):
+    from .. import bilingual, layout
+    sources = [layout.lesson_source(m, REPO) for m in args.modules] or layout.lesson_sources(REPO)
+    missing = [str(p) for p in sources if not p.is_file()]
+    if missing:
+        print(msg("grading.no_lesson_source", paths=", ".join(missing)).text())
+        return 2
+    for source in sources:
+        for path in bilingual.write_languages(source):
+            print(path)
+    return 0
 
 
 @_guard
