@@ -246,3 +246,13 @@ def test_nbgrader_validate_shows_the_verdict_in_the_remembered_language(tmp_path
                code="import runpy; runpy.run_module('nbgrader', run_name='__main__')")
     error = done.stdout.split("The error was:", 1)[-1]
     assert "expected 2, found 3" in error and not HANGUL.search(error), done.stdout + done.stderr
+
+
+def test_a_graded_kernel_speaks_both_languages_unless_the_class_chose_one(rule, monkeypatch, tmp_path):
+    """Grading is not the learner's screen: neither the grader's locale nor a remembered choice changes it."""
+    from autograder.grading.kernel import kernel_env
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    language.remember("ko")
+    assert kernel_env(str(tmp_path), {})["COURSE_LANG"] == "both"
+    monkeypatch.setenv("COURSE_LANG", "ko")
+    assert kernel_env(str(tmp_path), {})["COURSE_LANG"] == "ko"
