@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 from . import modules, plotting
 from .datafile import read_yaml
-from .i18n import Message, get_language, set_language
+from .i18n import Message, get_language, set_language, t
 
 
 NOTEBOOK_ENV = "COURSE_NOTEBOOK"  # a runner that knows the notebook's path may name it here
@@ -137,12 +137,6 @@ def _explain_unanswered() -> None:
 
 
 LABEL = {"description_width": "initial"}  # a control's style: its label takes the room it needs (never cut off)
-
-
-def t(ko: str, en: str) -> str:
-    """Text for the current language (``"ko / en"`` when both are shown)."""
-    lang = get_language()
-    return ko if lang == "ko" else en if lang == "en" else f"{ko} / {en}"
 
 
 CLEARLY = 1.2   # a measured figure is clearly above another only from this factor on
