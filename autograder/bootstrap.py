@@ -254,12 +254,12 @@ def start_language() -> str:
 
 
 def start_page() -> Path:
-    return layout.lesson("00_start_here", start_language())
+    return layout.start().lesson(start_language())
 
 
 def start(args: list[str]) -> int:
     ensure_venv()
-    other = layout.lesson("00_start_here", "en" if start_language() == "ko" else "ko")
+    other = layout.start().lesson("en" if start_language() == "ko" else "ko")
     say(f"시작 페이지: {start_page()} (다른 언어: {other}; 맨 위 링크로 바꿀 수 있고, COURSE_LANG=ko 또는 en으로 정할 수 있습니다)",
         f"Start page: {start_page()} (other language: {other}; switch with the links at its top, or set COURSE_LANG=ko or en)")
     # The interface in the start page's language, without the news popup (autograder/data/jupyter/lab/<lang>).
