@@ -23,14 +23,18 @@ TOPIC = re.compile(r"[a-z][a-z0-9_]*")
 
 @dataclass(frozen=True)
 class Module:
-    """One module's record: ``number`` ``"04"``, ``topic`` ``"training_memory"``, ``title`` ``{"ko": ..., "en": ...}``,
+    """One module's record: ``number`` ``"04"``, ``topic`` ``"training_memory"``, its title in Korean and English,
     ``has`` (which of :data:`PARTS` it has) and ``start`` (the start page)."""
 
     number: str
     topic: str
-    title: dict
+    title_ko: str
+    title_en: str
     has: tuple = PARTS
     start: bool = False
+
+    def title(self, lang: str) -> str:
+        return self.title_ko if lang == "ko" else self.title_en
 
     @property
     def id(self) -> str:
@@ -64,7 +68,7 @@ class Module:
 
     def heading(self, lang: str) -> str:
         """The first heading of its lesson: ``# 04 · <title>``."""
-        return f"# {self.number} · {self.title[lang]}"
+        return f"# {self.number} · {self.title(lang)}"
 
 
 def lesson(module: str, lang: str, root: Path | str = ".") -> Path:
@@ -90,7 +94,7 @@ def modules(root: Path | str | None = None, part: str | None = None) -> list[Mod
 
 @lru_cache(maxsize=None)
 def _load(path: Path) -> tuple[Module, ...]:
-    return tuple(Module(r["number"], r["topic"], dict(r["title"]), tuple(r["has"]), bool(r.get("start")))
+    return tuple(Module(r["number"], r["topic"], r["title"]["ko"], r["title"]["en"], tuple(r["has"]), bool(r.get("start")))
                  for r in json.loads(path.read_text(encoding="utf-8"))["modules"])
 
 
@@ -129,6 +133,11 @@ def exercises(kind: str = "solutions", root: Path | str = ".") -> list[Path]:
     return [m.exercise(kind, root) for m in modules(root, "exercise")]
 
 
+def notebooks(root: Path | str = ".") -> list[Path]:
+    """Every notebook of the course: the lessons (both languages), then the exercises' sources and student versions."""
+    return [*lessons("ko", root), *lessons("en", root), *exercises("solutions", root), *exercises("exercises", root)]
+
+
 def problems(root: Path | str = ".") -> list[str]:
     """Where the records and the course at ``root`` disagree: a record that is malformed or repeats another's name, a
     part a record has whose files are missing or one it lacks whose files exist, a module folder or file no record
@@ -137,7 +146,7 @@ def problems(root: Path | str = ".") -> list[str]:
     records = modules(root)
     for m in records:
         if not (NUMBER.fullmatch(m.number) and TOPIC.fullmatch(m.topic) and set(m.has) <= set(PARTS)
-                and all(m.title.get(lang) for lang in LANGS)):
+                and m.title_ko and m.title_en):
             found.append(f"{m.id}: a record has a two-digit number, a topic in [a-z0-9_], parts among {PARTS} "
                          "and a title in ko and en")
         for part, paths in m.paths(root).items():
@@ -167,6 +176,6 @@ def problems(root: Path | str = ".") -> list[str]:
 
 def dump(records: list[Module], about: str) -> str:
     """The text of ``data/modules.json``: ``about``, then one record a line."""
-    rows = [json.dumps({"number": m.number, "topic": m.topic, "title": m.title, "has": list(m.has),
+    rows = [json.dumps({"number": m.number, "topic": m.topic, "title": {lang: m.title(lang) for lang in LANGS}, "has": list(m.has),
                         **({"start": True} if m.start else {})}, ensure_ascii=False) for m in records]
     return "{\n" + f' "_about": {json.dumps(about, ensure_ascii=False)},\n "modules": [\n  ' + ",\n  ".join(rows) + "\n ]\n}\n"

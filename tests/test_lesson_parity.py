@@ -11,8 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 LANGUAGE_LINK = re.compile(r"\[[^\]]*\]\((?:\./)?\d\d_[a-z_]+\.ko\.ipynb[^)]*\)")
 KO_LESSONS = layout.lessons("ko", ROOT)
-ALL_NOTEBOOKS = sorted(ROOT.glob("lessons/*/*.ipynb")) + sorted(ROOT.glob("solutions/*/*.ipynb")) \
-    + sorted(ROOT.glob("exercises/*/*.ipynb"))
+ALL_NOTEBOOKS = layout.notebooks(ROOT)
 
 
 def cells(path: Path) -> list[dict]:

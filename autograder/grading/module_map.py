@@ -30,7 +30,7 @@ def rows(lang: str, folder: str = "", root: Path = REPO) -> list[str]:
             continue
         exercise = (f"[{msg('modules.exercise_link').text(lang)}]({_link(m.exercise('exercises'), folder)})"
                     if "exercise" in m.has else "–")
-        out.append(f"| {m.number} | [{m.title[lang]}]({_link(lesson, folder)}) | {exercise} |")
+        out.append(f"| {m.number} | [{m.title(lang)}]({_link(lesson, folder)}) | {exercise} |")
     return out
 
 

@@ -22,7 +22,7 @@ LESSON_META = {"kernelspec": {"display_name": "Python 3", "language": "python", 
 def create(number: str, topic: str, title_ko: str, title_en: str, root: Path = REPO) -> list[Path]:
     """Write the record and the files of module ``number``_``topic`` in the course at ``root``; the files written."""
     root = Path(root)
-    module = layout.Module(number, topic, {"ko": title_ko, "en": title_en})
+    module = layout.Module(number, topic, title_ko, title_en)
     records = layout.modules(root)
     if not (layout.NUMBER.fullmatch(number) and layout.TOPIC.fullmatch(topic) and title_ko and title_en):
         raise GradingError(msg("modules.bad_name", number=number, topic=topic).text())
@@ -57,7 +57,7 @@ def _notebook(path: Path, nb) -> Path:
 def _package(m: layout.Module) -> dict[str, str]:
     folder = Path("autograder") / "modules" / m.package
     return {
-        folder / "__init__.py": f'"""Module {m.number}, {m.title["en"]}.\n\n- ``tasks.py``: the graded tasks of exercise '
+        folder / "__init__.py": f'"""Module {m.number}, {m.title_en}.\n\n- ``tasks.py``: the graded tasks of exercise '
                                 f'{m.number}.\n- ``lesson.py``: the lesson\'s helpers.\n"""\n',
         folder / "lesson.py": f'"""Module {m.number} lesson helpers: what the lesson\'s cells call."""\n',
         folder / "messages.yaml": (
@@ -122,8 +122,8 @@ def _exercise(m: layout.Module):
     lessons = {lang: f"../../lessons/{m.id}/{m.lesson(lang).name}" for lang in layout.LANGS}
     nb = new_notebook(metadata=dict(LESSON_META))
     nb.cells = [
-        _graded(new_markdown_cell(f"# 실습 {m.number} · {m.title['ko']}\n\n[수업 {m.number} (한국어)]({lessons['ko']})\n\n---\n\n"
-                                  f"# Exercise {m.number} · {m.title['en']}\n\n[Lesson {m.number} (English)]({lessons['en']})"),
+        _graded(new_markdown_cell(f"# 실습 {m.number} · {m.title_ko}\n\n[수업 {m.number} (한국어)]({lessons['ko']})\n\n---\n\n"
+                                  f"# Exercise {m.number} · {m.title_en}\n\n[Lesson {m.number} (English)]({lessons['en']})"),
                 "intro"),
         _graded(new_code_cell("from autograder.checks import check"), "setup"),
         _graded(new_markdown_cell("## 과제 1 · 두 배 (1점, 워밍업)\n\n`twice(x)`가 `x`의 두 배를 돌려주게 완성하세요.\n\n---\n\n"
