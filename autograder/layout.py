@@ -89,11 +89,14 @@ def records_file(root: Path | str | None = None) -> Path:
 
 def modules(root: Path | str | None = None, part: str | None = None) -> list[Module]:
     """Every module in the order of its record (with ``part``: those that have it)."""
-    return [m for m in _load(records_file(root).resolve()) if part is None or part in m.has]
+    path = records_file(root).resolve()
+    stat = path.stat()
+    return [m for m in _load(path, stat.st_mtime_ns, stat.st_size) if part is None or part in m.has]
 
 
 @lru_cache(maxsize=None)
-def _load(path: Path) -> tuple[Module, ...]:
+def _load(path: Path, *_version) -> tuple[Module, ...]:
+    """The records in ``path`` (read again when its modification time or size changed)."""
     return tuple(Module(r["number"], r["topic"], r["title"]["ko"], r["title"]["en"], tuple(r["has"]), bool(r.get("start")))
                  for r in json.loads(path.read_text(encoding="utf-8"))["modules"])
 
