@@ -60,7 +60,7 @@ class Module:
     def paths(self, root: Path | str = ".") -> dict[str, list[Path]]:
         """Each part's files (or folders), whether the record says it has the part or not."""
         root = Path(root)
-        return {"lesson": [self.lesson(lang, root) for lang in LANGS],
+        return {"lesson": [lesson_source(self.id, root), *(self.lesson(lang, root) for lang in LANGS)],
                 "exercise": [self.exercise("solutions", root)],
                 "package": [root / "autograder" / "modules" / self.package / name for name in ("__init__.py", "tasks.py")],
                 "answers": [root / "course_answers" / f"{self.package}.py"],
@@ -72,8 +72,18 @@ class Module:
 
 
 def lesson(module: str, lang: str, root: Path | str = ".") -> Path:
-    """A lesson notebook: ``lessons/NN_topic/NN_topic.{ko,en}.ipynb``."""
+    """A lesson notebook: ``lessons/NN_topic/NN_topic.{ko,en}.ipynb`` (built from :func:`lesson_source`)."""
     return Path(root) / "lessons" / module / f"{module}.{lang}.ipynb"
+
+
+def lesson_source(module: str, root: Path | str = ".") -> Path:
+    """A lesson's one source, both languages side by side (``autograder.bilingual``): ``lessons/NN_topic/NN_topic.ipynb``."""
+    return Path(root) / "lessons" / module / f"{module}.ipynb"
+
+
+def lesson_sources(root: Path | str = ".") -> list[Path]:
+    """Every lesson's source, in module order."""
+    return [lesson_source(m.id, root) for m in modules(root, "lesson")]
 
 
 def exercise(module: str, kind: str = "solutions", root: Path | str = ".") -> Path:
@@ -137,8 +147,10 @@ def exercises(kind: str = "solutions", root: Path | str = ".") -> list[Path]:
 
 
 def notebooks(root: Path | str = ".") -> list[Path]:
-    """Every notebook of the course: the lessons (both languages), then the exercises' sources and student versions."""
-    return [*lessons("ko", root), *lessons("en", root), *exercises("solutions", root), *exercises("exercises", root)]
+    """Every notebook of the course: the lessons (their sources, then each language), then the exercises' sources
+    and student versions."""
+    return [*lesson_sources(root), *lessons("ko", root), *lessons("en", root), *exercises("solutions", root),
+            *exercises("exercises", root)]
 
 
 def problems(root: Path | str = ".") -> list[str]:

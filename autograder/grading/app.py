@@ -22,6 +22,10 @@ def add_parser(subparsers) -> None:
     p = sub.add_parser("generate", parents=[parent], help="solutions/NN -> exercises/NN (학생용 만들기 / student version)")
     p.add_argument("assignment")
     p.set_defaults(func=_generate)
+    p = sub.add_parser("lessons", help="lessons/NN/NN.ipynb -> NN.ko.ipynb, NN.en.ipynb (수업을 언어별로 만들기 / "
+                                       "build each lesson in each language from its one source)")
+    p.add_argument("modules", nargs="*", help="예: 01_devices (기본: 모든 수업) / e.g. 01_devices (default: every lesson)")
+    p.set_defaults(func=_lessons)
     p = sub.add_parser("edition", help="학습자용 판 쓰기: 해답, 숨은 테스트, 참조 구현 없이 (수업 저장소용) / "
                                        "write the learner edition: no solutions, hidden tests or references (a class's repository)")
     p.add_argument("folder", type=Path, help="새 폴더나 빈 폴더, 과정 폴더 밖 / a new or empty folder outside the course folder")
@@ -147,6 +151,19 @@ def _guard(run):
 def _generate(args):
     from .generate import generate
     print(generate(_course(args), args.assignment))
+
+
+def _lessons(args):
+    from .. import bilingual, layout
+    sources = [layout.lesson_source(m, REPO) for m in args.modules] or layout.lesson_sources(REPO)
+    missing = [str(p) for p in sources if not p.is_file()]
+    if missing:
+        print(msg("grading.no_lesson_source", paths=", ".join(missing)).text())
+        return 2
+    for source in sources:
+        for path in bilingual.write_languages(source):
+            print(path)
+    return 0
 
 
 @_guard

@@ -1,8 +1,8 @@
 """A new module's skeleton (``python -m autograder instructor new-module 08 serving --title-ko ... --title-en ...``):
 its record in ``data/modules.json`` and its own files, each minimal but working (one task, ``first``, that its
-reference passes): the package folder, the answers, the tests, the exercise's source and the lesson in both
-languages. Nothing else is touched: the module maps (``instructor module-map``) and the student version
-(``instructor generate``) are the next steps (docs/instructor.md)."""
+reference passes): the package folder, the answers, the tests, the exercise's source and the lesson (its one
+source and the two notebooks built from it). Nothing else is touched: the module maps (``instructor module-map``)
+and the student version (``instructor generate``) are the next steps (docs/instructor.md)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from .. import layout
+from .. import bilingual, layout
 from ..i18n import msg
 from .course import REPO, GradingError
 
@@ -34,7 +34,8 @@ def create(number: str, topic: str, title_ko: str, title_en: str, root: Path = R
     for path, text in files.items():
         written.append(_write(root / path, text))
     written.append(_notebook(module.exercise("solutions", root), _exercise(module)))
-    written += [_notebook(module.lesson(lang, root), _lesson(module, lang)) for lang in layout.LANGS]
+    written.append(_notebook(layout.lesson_source(module.id, root), _lesson(module)))
+    written += bilingual.write_languages(written[-1])
     path = layout.records_file(root)
     about = json.loads(path.read_text(encoding="utf-8"))["_about"]
     path.write_text(layout.dump(sorted([*records, module], key=lambda m: m.number), about), encoding="utf-8")
@@ -137,16 +138,16 @@ def _exercise(m: layout.Module):
     return nb
 
 
-def _lesson(m: layout.Module, lang: str):
-    switch = {"ko": f"[English]({m.lesson('en').name}) / **한국어**",
-              "en": f"**English** / [한국어]({m.lesson('ko').name})"}[lang]
-    intro = {"ko": "이 수업에서 배울 것을 여기에 씁니다.", "en": "What this lesson teaches goes here."}[lang]
-    summary = {"ko": "## 요약\n\n- 수업의 요점을 여기에 씁니다.", "en": "## Summary\n\n- The lesson's points go here."}[lang]
-    nb = new_notebook(metadata={**LESSON_META, "language": lang})
-    nb.cells = [new_markdown_cell(f"{m.heading(lang)}\n\n{switch}\n\n{intro}"),
+def _lesson(m: layout.Module):
+    """The lesson's one source: each text its Korean, a line ``---``, its English (``autograder.bilingual``)."""
+    nb = new_notebook(metadata=dict(LESSON_META))
+    nb.cells = [new_markdown_cell(f"{m.heading('ko')}\n\n[English]({m.lesson('en').name}) / **한국어**\n\n"
+                                  "이 수업에서 배울 것을 여기에 씁니다.\n\n---\n\n"
+                                  f"{m.heading('en')}\n\n**English** / [한국어]({m.lesson('ko').name})\n\n"
+                                  "What this lesson teaches goes here."),
                 new_code_cell(f"from autograder import lesson\nlesson.setup()\n\nfrom autograder.modules.{m.package} "
                               f"import lesson as {m.short}"),
-                new_markdown_cell(summary)]
+                new_markdown_cell("## 요약\n\n- 수업의 요점을 여기에 씁니다.\n\n---\n\n## Summary\n\n- The lesson's points go here.")]
     for i, cell in enumerate(nb.cells):
         cell.id = f"{m.short}-{i:02d}"
     return nb

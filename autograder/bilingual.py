@@ -1,0 +1,61 @@
+"""One source, both languages. A notebook's one source holds every text once per language, side by side: a
+Markdown cell is its Korean, a line ``---``, then its English (a cell without that line is the same in both).
+Code is written once. The notebook a learner opens in one language is built from the source
+(:func:`for_language`), never edited by hand; ``both`` is the source's own view, for bilingual classrooms."""
+from __future__ import annotations
+
+import copy
+import re
+
+LANGUAGES = ("ko", "en")
+SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)  # the line between a cell's Korean and its English
+
+
+def halves(text: str) -> dict[str, str]:
+    """``{"ko": ..., "en": ...}`` of a Markdown text: before and after its one ``---`` line, or the text in both.
+    More than one such line is an authoring mistake (which one divides the languages?): a ValueError says where."""
+    found = list(SEPARATOR.finditer(text))
+    if not found:
+        return {lang: text for lang in LANGUAGES}
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} lines '---' in one cell (one divides Korean from English): {text[:80]!r}"
+                         f" / 셀 하나에 '---' 줄이 {len(found)}개입니다 (한국어와 영어를 나누는 줄은 하나): {text[:80]!r}")
+    line = found[0]
+    return {"ko": text[:line.start()].rstrip("\n"), "en": text[line.end():].lstrip("\n")}
+
+
+def for_language(nb, lang: str):
+    """A copy of notebook ``nb`` (nbformat) in ``lang``: each Markdown cell its half, the notebook's
+    ``metadata.language`` set (the course's messages in its kernel follow it)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}: one of {', '.join(LANGUAGES)} / 알 수 없는 언어 {lang!r}")
+    out = copy.deepcopy(nb)
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            cell.source = halves(cell.source)[lang]
+    out.metadata["language"] = lang
+    return out
+
+
+def built(nb, lang: str) -> str:
+    """The text of ``nb``'s notebook in ``lang``, as it is committed (nbformat's layout, a final newline)."""
+    import nbformat
+    return nbformat.writes(for_language(nb, lang)) + "\n"
+
+
+def write_languages(source) -> list:
+    """Write ``<stem>.ko.ipynb`` and ``<stem>.en.ipynb`` beside the one source ``source`` (each only where it
+    changed); their paths."""
+    from pathlib import Path
+
+    import nbformat
+    source = Path(source)
+    nb = nbformat.read(source, as_version=4)
+    paths = []
+    for lang in LANGUAGES:
+        path = source.with_name(f"{source.stem}.{lang}.ipynb")
+        text = built(nb, lang)
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
