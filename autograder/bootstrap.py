@@ -238,7 +238,7 @@ def install() -> None:
 
 def start_page() -> Path:
     """The start page in the learner's language (:func:`autograder.language.page`)."""
-    return layout.lesson("00_start_here", language.page())
+    return layout.start().lesson(language.page())
 
 
 def start(args: list[str]) -> int:
@@ -247,7 +247,7 @@ def start(args: list[str]) -> int:
     keep_language(language.option(args))
     ensure_venv()
     page, lang = start_page(), language.page()
-    other = layout.lesson("00_start_here", "en" if lang == "ko" else "ko")
+    other = layout.start().lesson("en" if lang == "ko" else "ko")
     say(f"시작 페이지: {page} (다른 언어: {other}; 페이지 맨 위의 링크로 바꿀 수 있습니다. "
         "`--lang ko` 또는 `--lang en`으로 고르면 다음에도 그 언어로 엽니다)",
         f"Start page: {page} (other language: {other}; switch with the links at its top, or choose with "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from . import language
+from . import language, layout
 from .datafile import read_yaml
 from .language import LANGUAGES
 _DATA = Path(__file__).parent / "data" / "messages"
@@ -109,7 +109,8 @@ def josa(text: str) -> str:
 @lru_cache(maxsize=None)
 def _catalog() -> dict[str, Message]:
     out: dict[str, Message] = {}
-    for path in sorted(_DATA.glob("*.yaml")) + sorted(_MODULES.glob("*/messages.yaml")):
+    own = [_MODULES / m.package / "messages.yaml" for m in layout.modules(part="package")]
+    for path in sorted(_DATA.glob("*.yaml")) + [p for p in own if p.exists()]:
         for key, pair in (read_yaml(path) or {}).items():
             if key in out:
                 raise ValueError(f"duplicate message key {key!r} in {path}")

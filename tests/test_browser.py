@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import layout
 from autograder.grading.course import REPO
 from fixtures.browser import browser  # noqa: F401 (a fixture)
 from fixtures.servers import free_port, fresh_copy, request, stop, wait_for
@@ -276,7 +277,7 @@ def test_an_exercise_check_validate_assignments_and_formgrader(browser, labs, sh
 def test_every_markdown_cell_renders_its_bold_in_jupyterlab(browser, labs, shots):
     """JupyterLab's own Markdown renderer on every markdown cell of every lesson and exercise: no literal `**`
     (CommonMark leaves it when a bold ending in punctuation or code is followed by a Hangul particle)."""
-    notebooks = sorted(REPO.glob("lessons/*/*.ipynb")) + sorted(REPO.glob("solutions/*/*.ipynb"))
+    notebooks = [*layout.lessons("ko", REPO), *layout.lessons("en", REPO), *layout.exercises("solutions", REPO)]
     sources, places = [], []
     for path in notebooks:
         for i, cell in enumerate(nbformat.read(str(path), as_version=4).cells):

@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import modules
+from autograder import layout, modules
 from autograder.checks import expected
 
 REPO = Path(__file__).resolve().parent.parent
@@ -16,9 +16,9 @@ PACKAGE = REPO / "autograder"
 ANSWERS = REPO / "course_answers"
 
 
-def imported(path: Path) -> set[str]:
-    """Absolute names of everything a Python file imports (relative imports resolved)."""
-    package = list(path.relative_to(REPO).with_suffix("").parts)[:-1]
+def imported(path: Path, root: Path = REPO) -> set[str]:
+    """Absolute names of everything a Python file of the course at ``root`` imports (relative imports resolved)."""
+    package = list(path.relative_to(root).with_suffix("").parts)[:-1]
     names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -42,8 +42,25 @@ def code_of(notebook: Path) -> str:
     return "\n".join(c.source for c in cells if c.cell_type == "code")
 
 
+def test_the_records_and_the_folders_agree():
+    """Each module's record (``autograder/data/modules.json``) names exactly the folders and files it has."""
+    problems = layout.problems(REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_module_is_found_by_any_of_its_names():
+    for m in layout.modules(part="package"):
+        for name in (m.id, m.package, m.short):
+            assert layout.module(name) == m, name
+    assert layout.module(4) == layout.module("04") == layout.module("m04_training_memory")
+    with pytest.raises(ValueError, match="00_start_here, 00_demo"):
+        layout.module("00")  # the start page and the grading demo share 00: the full name says which
+    with pytest.raises(ValueError, match="no such module '99'.*known: 00_start_here"):
+        layout.module("99")
+
+
 def test_every_module_is_one_folder_with_its_tasks():
-    assert set(modules.folders()) >= {"m00", "m01", "m02", "m03", "m04", "m05", "m06"}
+    assert set(modules.folders()) == {m.short for m in layout.modules(part="package")}
     for module_id, folder in modules.folders().items():
         assert (PACKAGE / "modules" / folder / "tasks.py").exists(), folder
         assert not (PACKAGE / "checks" / f"{module_id}.py").exists(), f"{module_id}: tasks belong in its folder"
@@ -85,8 +102,9 @@ def test_answers_import_the_core_and_their_own_module():
 
 @pytest.mark.parametrize("kind", ["lessons", "exercises", "solutions"])
 def test_notebooks_import_the_core_and_their_own_module(kind):
-    for notebook in sorted((REPO / kind).glob("*/*.ipynb")):
-        own = "m" + notebook.parent.name
+    found = [*layout.lessons("ko", REPO), *layout.lessons("en", REPO)] if kind == "lessons" else layout.exercises(kind, REPO)
+    for notebook in found:
+        own = layout.module(notebook.parent.name).package
         for node in ast.walk(ast.parse(_python(code_of(notebook)))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
@@ -104,7 +122,7 @@ def _python(code: str) -> str:
 @pytest.mark.parametrize("module_id", sorted(modules.folders()))
 def test_expected_answers_of_visible_cases_are_fresh(module_id):
     path = modules.path(module_id) / expected.FILE
-    hint = f"run: python -m autograder instructor generate {path.parent.name[1:]} (or write_expected({module_id!r}))"
+    hint = f"run: python -m autograder instructor generate {layout.module(module_id).id} (or write_expected({module_id!r}))"
     assert path.exists(), f"{path.relative_to(REPO)} is missing: {hint}"
     assert expected.same(json.loads(path.read_text(encoding="utf-8")), expected.table(module_id)), \
         f"{path.relative_to(REPO)} is stale: {hint}"

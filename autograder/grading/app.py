@@ -140,6 +140,19 @@ def add_parser(subparsers, language_option) -> None:
     p.add_argument("--root", type=Path, default=REPO, help=t("과정 폴더 (기본: 이 저장소)",
                                                              "course folder (default: this repository)"))
     p.set_defaults(func=_tasks)
+    p = sub.add_parser("new-module", help="새 모듈의 뼈대: 기록과 패키지, 해답, 테스트, 실습, 수업 / "
+                                          "a new module's skeleton: its record, package, answers, tests, exercise and lesson")
+    p.add_argument("number", help="두 자리 번호, 예: 08 / two-digit number, e.g. 08")
+    p.add_argument("topic", help="주제, 영어 소문자와 밑줄, 예: serving / topic in lowercase and underscores, e.g. serving")
+    p.add_argument("--title-ko", required=True, help="한국어 제목 / the title in Korean")
+    p.add_argument("--title-en", required=True, help="영어 제목 / the title in English")
+    p.add_argument("--root", type=Path, default=REPO, help="과정 폴더 (기본: 이 저장소) / course folder (default: this repository)")
+    p.set_defaults(func=_new_module)
+    p = sub.add_parser("module-map", help="README와 시작 페이지의 모듈 지도를 모듈 기록과 비교 / "
+                                          "compare the module maps of the READMEs and the start page with the module records")
+    p.add_argument("--write", action="store_true", help="README의 행을 기록에서 다시 씀 / rewrite the READMEs' rows from the records")
+    p.add_argument("--root", type=Path, default=REPO, help="과정 폴더 (기본: 이 저장소) / course folder (default: this repository)")
+    p.set_defaults(func=_module_map)
 
     p = subparsers.add_parser("submit", parents=[parent], help=t("제출 파일 만들기", "package an exercise for the instructor"),
                               description=t("실습 노트북을 zip 하나로 묶고, 풀지 않은 과제와 통과하지 못한 확인 셀을 알려 줍니다.",
@@ -316,6 +329,29 @@ def _check_hardware(args):
 def _tasks(args):
     from .design import course, table
     print(table(course(Path(args.root).resolve(), args.modules)))
+
+
+@_guard
+def _new_module(args):
+    from .new_module import create
+    written = create(args.number, args.topic, args.title_ko, args.title_en, Path(args.root).resolve())
+    print(msg("modules.created", module=f"{args.number}_{args.topic}", count=len(written) - 1).text())
+
+
+def _module_map(args):
+    from .module_map import PAGES, WRITTEN, differences, write
+    root, differ = Path(args.root).resolve(), 0
+    for page in PAGES:
+        if args.write and page in WRITTEN and write(page, root):
+            print(msg("modules.map_written", page=page).text())
+        diff = differences(page, root)
+        if diff:
+            differ += 1
+            print(msg("modules.map_differs" if page in WRITTEN else "modules.map_by_hand", page=page).text())
+            print(diff)
+    if not differ:
+        print(msg("modules.maps_agree").text())
+    return 1 if differ else 0
 
 
 @_guard

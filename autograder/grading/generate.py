@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import modules
+from .. import layout, modules
 from ..checks import expected
 from ..checks.core import canonical
 from . import seeds
@@ -28,12 +28,14 @@ def write_expected(module_id: str) -> Path | None:
 
 def generate(course: Course, assignment: str, release_dir: Path | None = None) -> Path:
     """Write the student version of ``assignment`` and record its cells in the gradebook; refresh the
-    module's ``expected.json`` (the visible checks of a learner's install read it).
+    ``expected.json`` of the module whose record names it (the visible checks of a learner's install read it).
 
     ``release_dir`` (default: the course's ``exercises/``) receives ``<assignment>/*.ipynb``;
     the tests pass a temporary folder to compare with the committed copy.
     """
-    write_expected("m" + assignment[:2])
+    for module in layout.modules(part="package"):
+        if module.id == assignment:
+            write_expected(module.short)
     config = course.config()
     if release_dir is not None:
         config.CourseDirectory.release_directory = str(release_dir)
