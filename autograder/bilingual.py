@@ -9,6 +9,8 @@ import re
 
 LANGUAGES = ("ko", "en")
 SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)  # the line between a cell's Korean and its English
+ANCHOR = re.compile(r'<a id="([A-Za-z0-9_-]+)"')  # a place a link may point at; a section's, sec-…, also names its cell
+LINK = re.compile(r"\]\((?P<path>[^)\s#]*)#(?P<name>[A-Za-z0-9_-]+)\)")  # a Markdown link to an anchor
 
 
 def halves(text: str) -> dict[str, str]:
@@ -24,23 +26,38 @@ def halves(text: str) -> dict[str, str]:
     return {"ko": text[:line.start()].rstrip("\n"), "en": text[line.end():].lstrip("\n")}
 
 
-def for_language(nb, lang: str):
-    """A copy of notebook ``nb`` (nbformat) in ``lang``: each Markdown cell its half, the notebook's
+def for_language(nb, lang: str, name: str = ""):
+    """A copy of notebook ``nb`` (nbformat) in ``lang``: each Markdown cell its half, its links to places made links
+    to their cells (:func:`_to_cells`; ``name``: the file the copy is written to), the notebook's
     ``metadata.language`` set (the course's messages in its kernel follow it)."""
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}: one of {', '.join(LANGUAGES)} / 알 수 없는 언어 {lang!r}")
     out = copy.deepcopy(nb)
+    cells = {name: cell.id for cell in out.cells for name in ANCHOR.findall(cell.source)}
     for cell in out.cells:
         if cell.cell_type == "markdown":
-            cell.source = halves(cell.source)[lang]
+            cell.source = _to_cells(halves(cell.source)[lang], cells, name)
     out.metadata["language"] = lang
     return out
 
 
-def built(nb, lang: str) -> str:
-    """The text of ``nb``'s notebook in ``lang``, as it is committed (nbformat's layout, a final newline)."""
+def _to_cells(text: str, cells: dict, own: str) -> str:
+    """Links to an anchor made links to its cell, which JupyterLab scrolls to (``NAME.ipynb#cell-id=…``: it finds the
+    cell even before drawing it; an ``<a id>`` in a cell not drawn yet is never found, and a bare ``#…`` link is
+    looked up only among the drawn ones). A link within the notebook names its file ``own`` and the anchor's cell,
+    looked up in ``cells``; in another notebook, a section's anchor names its cell."""
+    def target(link: re.Match) -> str:
+        anchor, path = link["name"], link["path"]
+        cell = cells.get(anchor) if not path else anchor if anchor.startswith("sec-") else None
+        return f"]({path or own}#cell-id={cell})" if cell else link[0]
+    return LINK.sub(target, text)
+
+
+def built(nb, lang: str, name: str = "") -> str:
+    """The text of ``nb``'s notebook in ``lang`` (to be written as ``name``), as it is committed (nbformat's layout,
+    a final newline)."""
     import nbformat
-    return nbformat.writes(for_language(nb, lang)) + "\n"
+    return nbformat.writes(for_language(nb, lang, name)) + "\n"
 
 
 def write_languages(source) -> list:
@@ -54,7 +71,7 @@ def write_languages(source) -> list:
     paths = []
     for lang in LANGUAGES:
         path = source.with_name(f"{source.stem}.{lang}.ipynb")
-        text = built(nb, lang)
+        text = built(nb, lang, path.name)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         paths.append(path)

@@ -10,7 +10,6 @@ happens at most once (``COURSE_BOOTSTRAP_HOP``).
 from __future__ import annotations
 
 import hashlib
-import locale
 import os
 import shlex
 import shutil
@@ -20,7 +19,7 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
 
-from . import layout
+from . import language, layout
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
@@ -35,12 +34,17 @@ SETUP = "python3 -m autograder setup"
 
 
 def say(ko: str, en: str) -> None:
-    print(f"[course] {ko}\n[course] {en}", flush=True)
+    """``[course]`` lines in the chosen language (:mod:`autograder.language`)."""
+    print(course_lines(ko, en), flush=True)
 
 
 def stop(ko: str, en: str) -> SystemExit:
-    """The exception that ends the set-up with a message in both languages (exit status 1)."""
-    return SystemExit(f"[course] {ko}\n[course] {en}")
+    """The exception that ends the set-up with a message in the chosen language (exit status 1)."""
+    return SystemExit(course_lines(ko, en))
+
+
+def course_lines(ko: str, en: str) -> str:
+    return "[course] " + language.pick(ko, en, joiner="\n[course] ")
 
 
 def command_line(*args: str | Path) -> str:
@@ -216,7 +220,7 @@ def ensure_venv() -> None:
 
 def install() -> None:
     if sys.version_info < (3, 10):
-        raise SystemExit("[course] Python 3.10 이상이 필요합니다 / Python >= 3.10 is required.")
+        raise stop("Python 3.10 이상이 필요합니다.", "Python >= 3.10 is required.")
     if not PYTHON.exists():
         say("가상 환경 .venv 를 만듭니다 (처음 한 번만).", "Creating the virtual environment .venv (first time only).")
         if run(sys.executable, "-m", "venv", VENV, check=False) != 0:
@@ -232,46 +236,40 @@ def install() -> None:
     MARKER.write_text(fingerprint())
 
 
-def start_language() -> str:
-    """``ko`` or ``en`` for the start page: ``COURSE_LANG``, else the first language the locale settings name.
-
-    The settings are read in gettext's order (LANGUAGE, LC_ALL, LC_MESSAGES, LANG), then the
-    locale in effect; ``C``/``POSIX`` (``C.UTF-8`` in many containers) says nothing and is
-    skipped. With no signal the page is English, and both start pages link to each other
-    at the top.
-    """
-    chosen = os.environ.get("COURSE_LANG", "")
-    if chosen in ("ko", "en"):
-        return chosen
-    names = os.environ.get("LANGUAGE", "").split(":") + [os.environ.get(k, "") for k in ("LC_ALL", "LC_MESSAGES", "LANG")]
-    names.append(locale.getlocale()[0] or "")
-    for name in names:
-        name = name.strip().lower()
-        if not name or name.split(".")[0] in ("c", "posix"):
-            continue
-        return "ko" if name.startswith("ko") else "en"
-    return "en"
-
-
 def start_page() -> Path:
-    return layout.lesson("00_start_here", start_language())
+    """The start page in the learner's language (:func:`autograder.language.page`)."""
+    return layout.start().lesson(language.page())
 
 
 def start(args: list[str]) -> int:
+    """JupyterLab on the start page: ``--help`` and ``--lang`` are the course's, other options JupyterLab's."""
+    check_arguments(["start", *args], known=True)
+    keep_language(language.option(args))
     ensure_venv()
-    other = layout.lesson("00_start_here", "en" if start_language() == "ko" else "ko")
-    say(f"시작 페이지: {start_page()} (다른 언어: {other}; 맨 위 링크로 바꿀 수 있고, COURSE_LANG=ko 또는 en으로 정할 수 있습니다)",
-        f"Start page: {start_page()} (other language: {other}; switch with the links at its top, or set COURSE_LANG=ko or en)")
-    # The interface in the start page's language, without the news popup (autograder/data/jupyter/lab/<lang>).
-    settings = JUPYTER_CONFIG / "lab" / start_language()
-    cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}", f"--LabApp.app_settings_dir={settings}",
-           str(ROOT / start_page()), *args]
+    page, lang = start_page(), language.page()
+    other = layout.start().lesson("en" if lang == "ko" else "ko")
+    say(f"시작 페이지: {page} (다른 언어: {other}; 페이지 맨 위의 링크로 바꿀 수 있습니다. "
+        "`--lang ko` 또는 `--lang en`으로 고르면 다음에도 그 언어로 엽니다)",
+        f"Start page: {page} (other language: {other}; switch with the links at its top, or choose with "
+        "`--lang ko` or `--lang en`, which is remembered)")
+    # The interface in the start page's language, without the news popup (autograder/data/jupyter/lab/<lang>);
+    # the addresses JupyterLab prints open the start page (LabApp.default_url).
+    cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
+           f"--LabApp.app_settings_dir={JUPYTER_CONFIG / 'lab' / lang}", f"--LabApp.default_url=/lab/tree/{page.as_posix()}",
+           str(ROOT / page), *language.split(args)[1]]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
         cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
     env = venv_env()
     # The course's Jupyter settings (autograder/data/jupyter): lessons are saved without outputs (lesson_save.py).
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (str(JUPYTER_CONFIG), env.get("JUPYTER_CONFIG_PATH")) if p)
     return subprocess.call(cmd, cwd=ROOT, env=env)
+
+
+def keep_language(lang: str | None) -> None:
+    """A language chosen with ``--lang`` is remembered for next time (:func:`autograder.language.keep`)."""
+    line = language.keep(lang) if lang else None
+    if line:
+        print("[course] " + line.replace("\n", "\n[course] "), flush=True)
 
 
 def test(args: list[str]) -> int:
@@ -341,11 +339,12 @@ class _Placeholder(ModuleType):
         return type(name, (), {"__init__": lambda self, *args, **kwargs: None})
 
 
-def check_arguments(argv: list[str]) -> None:
+def check_arguments(argv: list[str], known: bool = False) -> None:
     """Answer ``--help`` and usage errors here, with no .venv and nothing installed.
 
-    Returns when ``argv`` is a valid command line, or when the parser cannot be built with
-    this Python (the course's own Python in .venv will then answer).
+    Returns when ``argv`` is a valid command line (``known``: arguments the parser does not know are let
+    through, for JupyterLab), or when the parser cannot be built with this Python (the course's own
+    Python in .venv will then answer).
     """
     hook, before = _Placeholders(), set(sys.modules)
     sys.meta_path.append(hook)
@@ -360,7 +359,7 @@ def check_arguments(argv: list[str]) -> None:
             for name in set(sys.modules) - before:
                 del sys.modules[name]
     try:
-        parser.parse_args(argv)
+        parser.parse_known_args(argv) if known else parser.parse_args(argv)
     except SystemExit as exc:
         if exc.code not in (0, None):
             say("명령을 알아듣지 못했습니다. 명령 목록: `python3 -m autograder --help`",
@@ -369,14 +368,18 @@ def check_arguments(argv: list[str]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    command, rest = (argv[0], argv[1:]) if argv else ("start", [])
-    if command == "start":
-        return start(rest)
-    if command == "test":
-        return test(rest)
-    if command == "setup":
+    lang, without = language.split(argv)
+    language.choose(lang)
+    command = without[0] if without else "start"
+    if command == "start":  # a --lang before it is start's too
+        args = list(argv)
+        if without:
+            args.remove("start")
+        return start(args)
+    if command in ("test", "setup"):
+        keep_language(lang)
         ensure_venv()
-        return 0
+        return test(without[1:]) if command == "test" else 0
     if Path(sys.prefix).resolve() != VENV.resolve():
         came_from = os.environ.get(HOP)
         if came_from:  # handed over once already: another hand-over could go on without end

@@ -1,22 +1,22 @@
 """Bilingual text: every sentence a learner reads from code is a Message.
 
-The language shown is set by ``set_language`` or the ``COURSE_LANG`` environment
-variable: ``ko``, ``en`` or ``both`` (the default: Korean first, then English).
+The language shown, ``ko``, ``en`` or ``both`` (Korean first, then English), is set in code by
+``set_language``, else decided by :func:`autograder.language.chosen` (``--lang``, ``COURSE_LANG``,
+the remembered choice, the locale, else both); ``remember_language`` remembers a learner's choice.
 Catalogued messages live in ``data/messages/*.yaml`` (the core) and in each module's
 ``modules/mNN_*/messages.yaml`` as ``key: {ko: ..., en: ...}``.
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from . import language, layout
 from .datafile import read_yaml
-
-LANGUAGES = ("ko", "en", "both")
+from .language import LANGUAGES
 _DATA = Path(__file__).parent / "data" / "messages"
 _MODULES = Path(__file__).parent / "modules"
 _chosen: str | None = None
@@ -31,8 +31,20 @@ def set_language(lang: str) -> None:
 
 
 def get_language() -> str:
-    lang = _chosen or os.environ.get("COURSE_LANG", "both")
-    return lang if lang in LANGUAGES else "both"
+    """The language set in code, else the chosen one (:func:`autograder.language.chosen`)."""
+    return _chosen or language.chosen()
+
+
+def remember_language(lang: str) -> None:
+    """Remember a learner's choice (``ko``, ``en`` or ``both``) for the course's commands and new kernels; says so."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"언어는 {LANGUAGES} 중 하나여야 합니다 / language must be one of {LANGUAGES}: {lang!r}")
+    print(language.keep(lang) or language.pick("이미 기억된 언어입니다.", "Already the remembered language.", lang))
+
+
+def t(ko: str, en: str) -> str:
+    """Text for the current language (``"ko / en"`` when both are shown)."""
+    return language.pick(ko, en, get_language(), " / ")
 
 
 @dataclass(frozen=True)
@@ -49,12 +61,7 @@ class Message:
         return Message(josa(self.ko.format(**ko)), self.en.format(**en))
 
     def text(self, lang: str | None = None) -> str:
-        lang = lang or get_language()
-        if lang == "ko":
-            return self.ko
-        if lang == "en":
-            return self.en
-        return self.ko if self.ko == self.en else f"{self.ko}\n{self.en}"
+        return language.pick(self.ko, self.en, lang or get_language())
 
     def __add__(self, other: "Message") -> "Message":
         return Message(f"{self.ko} {other.ko}", f"{self.en} {other.en}")
@@ -103,7 +110,8 @@ def josa(text: str) -> str:
 @lru_cache(maxsize=None)
 def _catalog() -> dict[str, Message]:
     out: dict[str, Message] = {}
-    for path in sorted(_DATA.glob("*.yaml")) + sorted(_MODULES.glob("*/messages.yaml")):
+    own = [_MODULES / m.package / "messages.yaml" for m in layout.modules(part="package")]
+    for path in sorted(_DATA.glob("*.yaml")) + [p for p in own if p.exists()]:
         for key, pair in (read_yaml(path) or {}).items():
             if key in out:
                 raise ValueError(f"duplicate message key {key!r} in {path}")

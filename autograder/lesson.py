@@ -6,10 +6,13 @@ import os
 import shlex
 import subprocess
 import time
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
-from . import plotting
-from .i18n import Message, get_language, set_language
+from . import modules, plotting
+from .datafile import read_yaml
+from .i18n import Message, get_language, set_language, t
 
 
 NOTEBOOK_ENV = "COURSE_NOTEBOOK"  # a runner that knows the notebook's path may name it here
@@ -136,12 +139,6 @@ def _explain_unanswered() -> None:
 LABEL = {"description_width": "initial"}  # a control's style: its label takes the room it needs (never cut off)
 
 
-def t(ko: str, en: str) -> str:
-    """Text for the current language (``"ko / en"`` when both are shown)."""
-    lang = get_language()
-    return ko if lang == "ko" else en if lang == "en" else f"{ko} / {en}"
-
-
 CLEARLY = 1.2   # a measured figure is clearly above another only from this factor on
 
 
@@ -257,20 +254,53 @@ def show_table(rows: Sequence[dict], columns: Iterable[str] | None = None,
     display(HTML(table_html(rows, columns, headers) + caption))
 
 
-def quiz(question: Message, options: Sequence[Message], answer: int, explain: Message) -> None:
-    """Display a multiple-choice check of understanding that shows whether the choice is right and why.
+@dataclass(frozen=True)
+class Quiz:
+    """A multiple-choice check of understanding: the question, its options, the right one's index and why."""
+
+    question: Message
+    options: tuple[Message, ...]
+    answer: int
+    explain: Message
+
+
+def load_quiz(key: str) -> Quiz:
+    """The quiz ``key`` (``"m03.apple_capacity"``) from its module's ``data/quizzes.yaml``, where every quiz is kept,
+    so that a lesson's code shows neither answer nor explanation; KeyError (bilingual) if there is none."""
+    module_id, _, name = key.partition(".")
+    found = _quizzes(module_id)
+    if name not in found:
+        from .i18n import msg
+        raise KeyError(str(msg("lesson.unknown_quiz", key=key,
+                               valid=", ".join(f"{module_id}.{n}" for n in found) or "-")))
+    record = found[name]
+    return Quiz(Message(**record["question"]), tuple(Message(**o) for o in record["options"]), record["answer"],
+                Message(**record["explain"]))
+
+
+@lru_cache(maxsize=None)
+def _quizzes(module_id: str) -> dict:
+    """The quizzes of module ``module_id`` by name (none for an unknown module or one without quizzes)."""
+    if modules.folder(module_id) is None:
+        return {}
+    path = modules.path(module_id) / "data" / "quizzes.yaml"
+    return read_yaml(path) if path.is_file() else {}
+
+
+def quiz(key: str) -> None:
+    """Display the quiz ``key`` (:func:`load_quiz`): whether the choice is right, and why.
 
     Returns nothing, so a quiz that ends its cell is displayed once (Jupyter would show a returned widget again).
     """
     from IPython.display import display
-    display(quiz_widget(question, options, answer, explain))
+    display(quiz_widget(load_quiz(key)))
 
 
-def quiz_widget(question: Message, options: Sequence[Message], answer: int, explain: Message):
+def quiz_widget(q: Quiz):
     """The quiz of :func:`quiz` as a widget (not displayed)."""
     import ipywidgets as w
 
-    choice = w.RadioButtons(options=[(o.text(), i) for i, o in enumerate(options)], value=None,
+    choice = w.RadioButtons(options=[(o.text(), i) for i, o in enumerate(q.options)], value=None,
                             layout=w.Layout(width="auto"))
     button = w.Button(description=t("확인", "Check"))
     out = w.Output()
@@ -280,10 +310,10 @@ def quiz_widget(question: Message, options: Sequence[Message], answer: int, expl
         with out:
             if choice.value is None:
                 print(t("보기를 하나 고르세요.", "Pick one option."))
-            elif choice.value == answer:
-                print("✅ " + explain.text())
+            elif choice.value == q.answer:
+                print("✅ " + q.explain.text())
             else:
                 print("❌ " + t("다시 생각해 보세요.", "Not quite; think again."))
 
     button.on_click(on_click)
-    return w.VBox([w.HTML(f"<b>{html.escape(question.text())}</b>"), choice, button, out])
+    return w.VBox([w.HTML(f"<b>{html.escape(q.question.text())}</b>"), choice, button, out])

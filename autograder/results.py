@@ -6,6 +6,9 @@ the value lands in one JSON file, ``$COURSE_CACHE_DIR/results.json`` (default
 :func:`autograder.reference.machine_key` gives the measured profile of the best device
 (device name, cores, library versions). :func:`load` returns this machine's results.
 A later record of the same ``module.key`` replaces the earlier one.
+
+What the report card reads is a typed contract, :data:`REPORT_CARD` (each key named once): the lessons record those
+figures through it (``REPORT_CARD.copy.record(12.3, device="cpu")``) and the report card looks them up through it.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import datetime as _dt
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +76,48 @@ def forget(module: str | None = None) -> int:
             del results[k]
         _write(data)
     return len(gone)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One figure a lesson records and the report card of module 06 reads: ``<module>.<key>``, in ``unit``."""
+    module: str
+    key: str
+    unit: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.module}.{self.key}"
+
+    def record(self, value: float, **meta: Any) -> dict:
+        """:func:`record` ``value`` as this result."""
+        return record(self.module, self.key, value, self.unit, **meta)
+
+
+@dataclass(frozen=True)
+class ReportCard:
+    """The results the report card reads, each key named once (lessons 02, 03 and 05 record them through these)."""
+    copy: Result = Result("m03", "bandwidth_copy_gbs", "GB/s")
+    triad: Result = Result("m03", "bandwidth_triad_gbs", "GB/s")
+    allreduce: Result = Result("m05", "allreduce_busbw_gbs", "GB/s")
+    allreduce_now: Result = Result("m06", "allreduce_busbw_gbs", "GB/s")  # the card's own, where lesson 05 left none
+    matmul_dtypes: tuple = ("fp32", "bf16", "fp16")
+
+    def matmul(self, dtype: str) -> Result:
+        """The measured matmul throughput of ``dtype`` (lesson 02)."""
+        return Result("m02", f"matmul_tflops_{dtype}", "TFLOP/s")
+
+    def bandwidth(self, kind: str) -> Result:
+        """The measured ``copy`` or ``triad`` bandwidth (lesson 03)."""
+        return {"copy": self.copy, "triad": self.triad}[kind]
+
+    def read(self) -> set[str]:
+        """The ids of every result the card shows as its own row (it lists the other records apart)."""
+        return {self.matmul(d).id for d in self.matmul_dtypes} | {
+            r.id for r in (self.copy, self.triad, self.allreduce, self.allreduce_now)}
+
+
+REPORT_CARD = ReportCard()
 
 
 def _validate(module: Any, key: Any, value: Any, unit: Any) -> None:

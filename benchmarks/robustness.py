@@ -4,8 +4,8 @@
                                               [--conditions quiet,loaded,oversubscribed] [--workers 1]
                                               [--student] [--measurement [--repeat 20]]
 
-Grades every exercise's reference solution (``solutions/NN_*/``) ``--runs`` times per condition, each
-condition's load started and killed (by pid) by this script: "quiet" (nothing else running), "loaded"
+Grades every exercise's reference solution (each record with an exercise, ``layout.modules``) ``--runs`` times
+per condition, each condition's load started and killed (by pid) by this script: "quiet" (nothing else running), "loaded"
 (a busy process spinning on every core: one per ``os.cpu_count()``), "oversubscribed" (four spinning
 processes per core and one copying arrays four times the last-level cache in a loop: memory bandwidth).
 Prints, per exercise and condition, "reference full marks in K of N runs" and, for each run that lost
@@ -40,11 +40,11 @@ import time  # noqa: E402
 import nbformat  # noqa: E402
 
 sys.path.insert(0, str(REPO))
-from autograder import hardware  # noqa: E402
+from autograder import hardware, layout  # noqa: E402
 from autograder.grading import sandbox  # noqa: E402
 from autograder.grading.course import use_venv_tools  # noqa: E402
 from autograder.grading.hardware_check import (  # noqa: E402
-    exercise_modules, grade_copies, machine, measurement_tasks, scratch_course)
+    grade_copies, machine, measurement_tasks, scratch_course)
 from autograder.grading.worker import Limits  # noqa: E402
 
 CONDITIONS = {"quiet": (0, False), "loaded": (1, False), "oversubscribed": (4, True)}  # spinners per core, copier
@@ -127,10 +127,9 @@ def _explain(run, student: bool) -> list[str]:
 def measured(module: str) -> list[str]:
     """The measurement tasks that ``module``'s reference solution checks, in notebook order."""
     found = []
-    for path in sorted((REPO / "solutions" / module).glob("*.ipynb")):
-        for cell in nbformat.read(str(path), as_version=4).cells:
-            if cell.metadata.get("nbgrader", {}).get("grade"):
-                found += [t for t in measurement_tasks(cell.source) if t not in found]
+    for cell in nbformat.read(str(layout.exercise(module, "solutions", REPO)), as_version=4).cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            found += [t for t in measurement_tasks(cell.source) if t not in found]
     return found
 
 
@@ -175,7 +174,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="with --measurement: each check K times in a row in each graded copy (default 1)")
     args = parser.parse_args(argv)
-    known = exercise_modules(REPO)
+    known = [m.id for m in layout.modules(REPO, "exercise")]
     modules = args.modules.split(",") if args.modules else known
     conditions = args.conditions.split(",")
     bad = [m for m in modules if m not in known] + [c for c in conditions if c not in CONDITIONS]

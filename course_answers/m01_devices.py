@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 from autograder.checks.core import Recorded
 from autograder.fakes.devices import GPU_CATALOGUE, fake_torch, mlx_modules
+from autograder.knowledge import recipe_bytes
 from autograder.modules.m01_devices import tasks
-from autograder.modules.m01_devices.lesson import RECIPES
 from autograder.modules.m01_devices.machines import machine_torch, mlx_install
 from autograder.modules.m01_devices.tasks import BUGS, speedup_widths
 from autograder.modules.m01_devices.virtual import VirtualGPU
@@ -16,8 +16,8 @@ from autograder.modules.m01_devices.virtual import VirtualGPU
 TORCH_PRIORITY = ("cuda", "mps", "xpu")
 TORCH_NAMES = TORCH_PRIORITY + ("cpu",)
 # 16: bf16 weights 2 + bf16 grads 2 + fp32 master 4 + Adam m 4 + v 4 (ZeRO, Sec. 3.1), the lesson's recipe
-ADAM_MIXED_BYTES_PER_PARAM = sum(RECIPES["adam_mixed"])
-FROZEN_BYTES_PER_PARAM = sum(RECIPES["inference_bf16"])  # a frozen weight: its bf16 copy only
+ADAM_MIXED_BYTES_PER_PARAM = sum(recipe_bytes("adam_mixed").values())
+FROZEN_BYTES_PER_PARAM = sum(recipe_bytes("inference_bf16").values())  # a frozen weight: its bf16 copy only
 
 
 def _available(torch_module, name: str) -> bool:
@@ -479,14 +479,14 @@ MISTAKES = {
                                    else right["memory_gib"]),
     },
     "memory": {
-        "full_as_frozen": _memory_with(need=lambda j: 2 * j["params"] / 1e9 + j["activation_gb"]
+        "full_as_frozen": _memory_with(need=lambda j: FROZEN_BYTES_PER_PARAM * j["params"] / 1e9 + j["activation_gb"]
                                        if not j["lora_params"] else _right_need(j)),
-        "frozen_as_trained": _memory_with(need=lambda j: 16 * (j["params"] + j["lora_params"]) / 1e9
-                                          + j["activation_gb"]),
-        "adapter_as_frozen": _memory_with(need=lambda j: 2 * (j["params"] + j["lora_params"]) / 1e9
-                                          + j["activation_gb"] if j["lora_params"] else _right_need(j)),
-        "frozen_forgotten": _memory_with(need=lambda j: 16 * (j["lora_params"] or j["params"]) / 1e9
-                                         + j["activation_gb"]),
+        "frozen_as_trained": _memory_with(need=lambda j: ADAM_MIXED_BYTES_PER_PARAM * (j["params"] + j["lora_params"])
+                                          / 1e9 + j["activation_gb"]),
+        "adapter_as_frozen": _memory_with(need=lambda j: FROZEN_BYTES_PER_PARAM * (j["params"] + j["lora_params"])
+                                          / 1e9 + j["activation_gb"] if j["lora_params"] else _right_need(j)),
+        "frozen_forgotten": _memory_with(need=lambda j: ADAM_MIXED_BYTES_PER_PARAM * (j["lora_params"] or j["params"])
+                                         / 1e9 + j["activation_gb"]),
         "no_activations": _memory_with(need=lambda j: _right_need(j) - j["activation_gb"]),
         "need_in_gib": _memory_with(need=lambda j: _right_need(j) * 1e9 / 2**30,
                                     choose=lambda need, d: _smallest(need * 2**30 / 1e9, d)),

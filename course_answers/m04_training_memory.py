@@ -9,18 +9,19 @@ from __future__ import annotations
 from contextlib import nullcontext
 from fractions import Fraction
 
-from autograder import profiles
+from autograder import knowledge, profiles
 from autograder.checks.core import canonical
 from autograder.fakes.ddp import SyncRecorder
+from autograder.knowledge import bytes_per_param
 from autograder.modules.m04_training_memory import tasks
 from autograder.modules.m04_training_memory.data import table
-from autograder.modules.m04_training_memory.lesson import activation_estimate, activation_bytes, bytes_per_param
+from autograder.modules.m04_training_memory.lesson import activation_estimate, activation_bytes
 
-ADAM_MIXED = sum(bytes_per_param("mixed", "adam").values())  # 16 bytes per parameter (ZeRO paper, Section 3.1)
+ADAM_MIXED = sum(knowledge.recipe_bytes("adam_mixed").values())  # 16 bytes per parameter (ZeRO paper, Section 3.1)
 
 
 def data() -> dict:
-    """Bytes per parameter, optimizer states, ZeRO stages, activations and the planning rule (``data/memory.yaml``)."""
+    """ZeRO stages, activations and the planning rule (``data/memory.yaml``)."""
     return table("memory")
 
 
@@ -48,7 +49,7 @@ def _per_gpu(n_params, n_frozen, optimizer: str, precision: str, zero_stage: int
     b = per_param or bytes_per_param(precision, optimizer)
     trained = n_params - n_frozen
     out = {k: trained * v / (n_gpus if k in shards else 1) for k, v in b.items()}
-    for k in data()["frozen_keeps"]:  # a frozen parameter's weight
+    for k in knowledge.table()["frozen_keeps"]:  # a frozen parameter's weight
         out[k] += n_frozen * b[k] / (n_gpus if k in shards and frozen_sharded else 1)
     out["total"] = out["weights"] + out["gradients"] + out["optimizer"]
     return out
@@ -57,8 +58,8 @@ def _per_gpu(n_params, n_frozen, optimizer: str, precision: str, zero_stage: int
 def memory_breakdown(n_params, n_frozen, optimizer: str, precision: str, zero_stage: int, n_gpus: int) -> dict:
     """Bytes per GPU of weights, gradients and optimizer states (fp32 master included) and their total, when
     ``n_frozen`` of the ``n_params`` parameters are frozen (weights only)."""
-    _choice(precision, data()["precisions"], "precision")
-    _choice(optimizer, data()["optimizers"], "optimizer")
+    _choice(precision, knowledge.table()["precisions"], "precision")
+    _choice(optimizer, knowledge.table()["optimizers"], "optimizer")
     _choice(int(zero_stage), data()["zero_stages"], "zero_stage")
     if n_gpus < 1 or not 0 <= n_frozen <= n_params:
         raise ValueError(f"n_gpus >= 1, 0 <= n_frozen <= n_params 이어야 합니다 / need n_gpus >= 1 and "
@@ -68,7 +69,7 @@ def memory_breakdown(n_params, n_frozen, optimizer: str, precision: str, zero_st
 
 def _no_master(n, frozen, opt, prec, stage, gpus):
     b = bytes_per_param(prec, opt)
-    b["optimizer"] -= data()["precisions"][prec]["master"]
+    b["optimizer"] -= knowledge.table()["precisions"][prec]["master"]
     return _per_gpu(n, frozen, opt, prec, stage, gpus, per_param=b)
 
 

@@ -15,6 +15,7 @@ import math
 import re
 
 from autograder.checks.core import Recorded, canonical
+from autograder.knowledge import backward_flops, bytes_per_param, forward_flops
 from autograder.modules.m05_networking import logs
 from autograder.modules.m05_networking.tasks import (MEASURE_BUDGET_S, MEASURE_LIMIT_S, RING_TIMEOUT_S, SLOWEST,
                                                      TASKS, fake_busbw)
@@ -346,16 +347,16 @@ def _measure_mistakes() -> dict:
 def _step_s(job: dict, system: dict, gpus: int, *, comm=True, overlap=True, nvlink_beyond=False, one_nic=False,
             ring_only=False) -> float:
     """One data-parallel step: forward, then backward overlapped with the gradient all-reduce."""
-    flops = job["params"] * job["tokens"]
     rate = gpus * system["mfu"] * system["bf16_tflops"] * 1e12
-    forward, backward = 2 * flops / rate, 4 * flops / rate
+    forward, backward = forward_flops(job["params"], job["tokens"]) / rate, backward_flops(job["params"], job["tokens"]) / rate
     seconds = 0.0
     if comm and gpus > 1:
         width = system["gpus_per_node"]
         beyond = system["nic_gbs"] * (1 if one_nic else width)
         w = system["nvlink_gbs"] if gpus <= width or nvlink_beyond else min(system["nvlink_gbs"], beyond)
         share = 1.0 if system["in_network"] and not ring_only else 2 * (gpus - 1) / gpus
-        seconds = share * 2 * job["params"] / (w * 1e9)
+        gradients = bytes_per_param("mixed", "adam")["gradients"] * job["params"]  # bf16 gradients: 2·P bytes
+        seconds = share * gradients / (w * 1e9)
     return forward + (max(backward, seconds) if overlap else backward + seconds)
 
 

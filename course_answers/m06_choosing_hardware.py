@@ -22,6 +22,7 @@ from autograder import llm
 from autograder.checks.core import Recorded
 from autograder.fakes.nvml import GPU_CATALOGUE
 from autograder.i18n import msg
+from autograder.knowledge import forward_flops, training_flops
 from autograder.modules.m06_choosing_hardware.lesson import mfu_peak
 from autograder.modules.m06_choosing_hardware.tasks import (ERROR, STEP_BUDGET_S, TASKS, gpu_case, inventory_fakes,
                                                              rows_as_data)
@@ -62,7 +63,7 @@ def training_cost(params: float, tokens: float, gpus: int, profile_id: str, mfu:
     peak = get_profile(profile_id).peak(dtype)
     if not peak:
         raise ValueError(msg("m06.no_peak", profile=profile_id, dtype=dtype).text())
-    flops = 6.0 * params * tokens
+    flops = training_flops(params, tokens)
     hours = flops / (gpus * peak * 1e12 * mfu) / HOUR
     gpu_hours = hours * gpus
     return {"flops": flops, "hours": hours, "days": hours / 24.0, "gpu_hours": gpu_hours,
@@ -91,7 +92,7 @@ def implied_mfu(claim: dict) -> dict:
     """The MFU a claimed time or budget needs (6ND over the GPU-hours at the dense bf16 peak) and a verdict."""
     gpu_hours = claim_gpu_hours(claim)
     peak = get_profile(claim["profile"]).peak("bf16")
-    mfu = 6.0 * claim["params"] * claim["tokens"] / (gpu_hours * HOUR * peak * 1e12)
+    mfu = training_flops(claim["params"], claim["tokens"]) / (gpu_hours * HOUR * peak * 1e12)
     return {"gpu_hours": gpu_hours, "mfu": mfu, "verdict": verdict(mfu)}
 
 
@@ -388,7 +389,7 @@ def gpu_inventory(pynvml_module: Any, torch_module: Any) -> list[dict]:
 
 # ---------------------------------------------------------------- task 7: a partly frozen step
 def _layer_flops(dims: list[int], batch: int) -> list[float]:
-    return [2.0 * batch * a * b for a, b in zip(dims[:-1], dims[1:])]
+    return [forward_flops(a * b, batch) for a, b in zip(dims[:-1], dims[1:])]
 
 
 def step_flops(dims: list[int], batch: int, frozen: int = 0) -> float:
@@ -423,7 +424,8 @@ def mfu(flops: float, seconds: float, peak_tflops: float, devices: int = 1) -> f
 # ---------------------------------------------------------------- known mistakes (the wrong answers)
 def _cost_two_nd(params, tokens, gpus, profile_id, mfu_, price):
     r = training_cost(params, tokens, gpus, profile_id, mfu_, price)
-    return {k: v / 3 for k, v in r.items()}
+    forward = forward_flops(params, tokens) / r["flops"]  # the forward pass's share: 2·N·D of 6·N·D
+    return {k: v * forward for k, v in r.items()}
 
 
 def _cost_days_not_hours(params, tokens, gpus, profile_id, mfu_, price):
@@ -438,19 +440,19 @@ def _cost_per_gpu(params, tokens, gpus, profile_id, mfu_, price):
 
 def _cost_mfu_percent(params, tokens, gpus, profile_id, mfu_, price):
     peak = get_profile(profile_id).peak("bf16")
-    hours = 6 * params * tokens / (gpus * peak * 1e12 * mfu_) / HOUR
-    return {"flops": 6 * params * tokens, "hours": hours, "days": hours / 24, "gpu_hours": hours * gpus,
+    hours = training_flops(params, tokens) / (gpus * peak * 1e12 * mfu_) / HOUR
+    return {"flops": training_flops(params, tokens), "hours": hours, "days": hours / 24, "gpu_hours": hours * gpus,
             "cost": hours * gpus * price}
 
 
-def _claim_with(claim: dict, gpu_hours: float, flops_factor: float = 1.0, scale: float = 1.0) -> dict:
-    mfu_ = flops_factor * 6.0 * claim["params"] * claim["tokens"] / (
+def _claim_with(claim: dict, gpu_hours: float, flops=training_flops, scale: float = 1.0) -> dict:
+    mfu_ = flops(claim["params"], claim["tokens"]) / (
         gpu_hours * HOUR * get_profile(claim["profile"]).peak("bf16") * 1e12) * scale
     return {"gpu_hours": gpu_hours, "mfu": mfu_, "verdict": verdict(mfu_)}
 
 
 def _claim_two_nd(claim):
-    return _claim_with(claim, claim_gpu_hours(claim), flops_factor=1 / 3)
+    return _claim_with(claim, claim_gpu_hours(claim), flops=forward_flops)
 
 
 def _claim_days_as_hours(claim):
@@ -654,7 +656,7 @@ def _inventory_without(pynvml_module, torch_module, shutdown_on_error=True, fall
 def _flops_if(dims, batch, frozen, how):
     """The FLOPs a known miscount gives."""
     layers = _layer_flops(dims, batch)
-    return {"all_trainable": 3 * sum(layers),                                   # 6·B·Σ, the MFU convention
+    return {"all_trainable": training_flops(sum(a * b for a, b in zip(dims[:-1], dims[1:])), batch),  # the MFU convention
             "forward_only": sum(layers),
             "first_input_grad": sum(layers) + 2 * sum(layers[frozen:]),       # every trainable layer: 2 gradients
             "no_input_grads": sum(layers) + sum(layers[frozen:])}[how]
@@ -783,7 +785,7 @@ def _claim_hidden(rng) -> list:
                 "tokens": params * rng.uniform(10, 100),
                 "gpus": rng.choice([8, 64, 256, 2048]), "profile": rng.choice(ids), "unit": unit,
                 "price_per_gpu_hour": round(rng.uniform(0.8, 9), 2)}
-        gpu_hours = 6 * case["params"] * case["tokens"] / (target * HOUR * get_profile(case["profile"]).peak("bf16") * 1e12)
+        gpu_hours = training_flops(case["params"], case["tokens"]) / (target * HOUR * get_profile(case["profile"]).peak("bf16") * 1e12)
         case["claimed"] = {"days": gpu_hours / 24 / case["gpus"], "gpu_hours": gpu_hours,
                            "usd": gpu_hours * case["price_per_gpu_hour"]}[unit]
         cases.append(case)

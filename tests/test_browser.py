@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import layout
 from autograder.grading.course import REPO
 from fixtures.browser import browser  # noqa: F401 (a fixture)
 from fixtures.servers import free_port, fresh_copy, request, stop, wait_for
@@ -276,7 +277,7 @@ def test_an_exercise_check_validate_assignments_and_formgrader(browser, labs, sh
 def test_every_markdown_cell_renders_its_bold_in_jupyterlab(browser, labs, shots):
     """JupyterLab's own Markdown renderer on every markdown cell of every lesson and exercise: no literal `**`
     (CommonMark leaves it when a bold ending in punctuation or code is followed by a Hangul particle)."""
-    notebooks = sorted(REPO.glob("lessons/*/*.ipynb")) + sorted(REPO.glob("solutions/*/*.ipynb"))
+    notebooks = [*layout.lessons("ko", REPO), *layout.lessons("en", REPO), *layout.exercises("solutions", REPO)]
     sources, places = [], []
     for path in notebooks:
         for i, cell in enumerate(nbformat.read(str(path), as_version=4).cells):
@@ -300,4 +301,19 @@ def test_every_markdown_cell_renders_its_bold_in_jupyterlab(browser, labs, shots
     }""", sources)
     assert len(sources) > 100, "the notebooks' bold text was not found"
     assert not left, "literal ** after rendering:\n" + "\n".join(f"{places[i]}: …{snippet}…" for i, snippet in left)
+    assert not lab.errors, "\n".join(lab.errors)
+
+
+def test_a_section_link_scrolls_to_its_section(browser, labs, shots):
+    """A link to a place far down a lesson scrolls there, though JupyterLab has not drawn that cell yet (issue 29:
+    links to ``<a id>`` anchors did not; the built notebooks link to the cell, ``#cell-id=…``)."""
+    lab = Lab(browser, labs["en"], shots, "section-link")
+    lab.open("lessons/04_training_memory/04_training_memory.en.ipynb")
+    lab.page.locator(".jp-RenderedMarkdown a[href*='#cell-id=sec-references']").first.click()
+    lab.page.wait_for_function("""() => { const nb = window.jupyterapp.shell.currentWidget.content;
+        const cell = nb.widgets.find(c => c.model.id === 'sec-references');
+        if (!cell || !cell.node.isConnected) return false;
+        const r = cell.node.getBoundingClientRect(), v = nb.node.getBoundingClientRect();
+        return r.bottom > v.top && r.top < v.bottom; }""", timeout=30_000)
+    lab.shot("scrolled-to-references")
     assert not lab.errors, "\n".join(lab.errors)

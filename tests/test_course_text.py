@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder import layout
+from autograder.grading import module_map
 from fixtures.learner_text import ROOT, texts
 
 # The documents the course was commissioned from are not the learner's: "seed 004", "(seed)", "seed의",
@@ -29,37 +31,28 @@ def test_no_reference_to_the_commissioning_documents(path):
                        "state it as a common claim\n" + "\n".join(found[:20]))
 
 
-def titles() -> dict:
-    """Each module's title as its lesson's heading gives it, per language."""
+def headings() -> dict:
+    """Each lesson's first heading, per module and language (the start page's too)."""
     out = {}
-    for path in sorted(ROOT.glob("lessons/0[1-9]_*/0[1-9]_*.*.ipynb")):
-        first = json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"]
-        heading = next(line for line in "".join(first).splitlines() if line.startswith("# "))
-        number, _, title = heading[2:].partition(" · ")
-        out[(path.parent.name, path.stem.split(".")[-1])] = (number, title.strip())
+    for m in layout.modules(ROOT, "lesson"):
+        for lang in layout.LANGS:
+            first = json.loads(m.lesson(lang, ROOT).read_text(encoding="utf-8"))["cells"][0]["source"]
+            out[(m, lang)] = next(line for line in "".join(first).splitlines() if line.startswith("# "))
     return out
 
 
-def test_every_lesson_heading_is_number_dot_title():
-    for (folder, lang), (number, title) in titles().items():
-        assert number == folder[:2] and title, f"{folder} ({lang}): the heading is '# {folder[:2]} · <title>'"
+def test_every_lesson_heading_is_number_dot_its_records_title():
+    wrong = [f"{m.id} ({lang}): '{found}' is not '{m.heading(lang)}' (autograder/data/modules.json)"
+             for (m, lang), found in headings().items() if not m.start and found != m.heading(lang)]
+    assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.parametrize("page", ["README.md", "autograder/data/edition/README.md",
-                                  "lessons/00_start_here/00_start_here.ko.ipynb", "lessons/00_start_here/00_start_here.en.ipynb"])
-def test_module_maps_use_the_lesson_titles(page):
-    text = (ROOT / page).read_text(encoding="utf-8")
-    if page.endswith(".ipynb"):
-        text = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "markdown")
-    langs = {page.split(".")[-2]} if page.endswith(".ipynb") else {"ko", "en"}
-    for (folder, lang), (_, title) in titles().items():
-        if lang not in langs:
-            continue
-        row = r"^\| \d\d \| \[([^\]]+)\]\((?:\.\./|lessons/)" + re.escape(folder) + "/" + re.escape(folder) + r"\." + lang + r"\.ipynb\)"
-        links = re.findall(row, text, re.M)
-        assert links, f"{page}: no row of the module map links to {folder}'s {lang} lesson"
-        for link in links:
-            assert link == title, f"{page}: '{link}' is not {folder}'s title '{title}'"
+@pytest.mark.parametrize("page", list(module_map.PAGES))
+def test_module_maps_are_the_records(page):
+    """Every module map (README, edition README, start page) has a row per module with a lesson, as the records
+    give it: ``python -m autograder instructor module-map`` prints the difference (``--write`` fixes a README)."""
+    diff = module_map.differences(page, ROOT)
+    assert not diff, diff
 
 
 def test_learner_text_exists_in_both_languages():

@@ -14,7 +14,7 @@ import re
 import nbformat
 import pytest
 
-from autograder import modules
+from autograder import layout, modules
 from autograder.checks import core
 from autograder.checks.core import KINDS, LEVELS
 from autograder.grading import design
@@ -37,7 +37,7 @@ def test_at_least_half_of_an_exercise_is_transfer(module):
 def headings(module: str) -> dict[str, str]:
     """Each graded task's heading (the last '## ' line above its check cell)."""
     out, last = {}, ""
-    for path in sorted((REPO / "solutions" / module).glob("*.ipynb")):
+    for path in [layout.exercise(module, "solutions", REPO)]:
         for cell in nbformat.read(str(path), as_version=4).cells:
             if cell.cell_type == "markdown":
                 last = "\n".join(line for line in cell.source.splitlines() if line.startswith("## ")) or last
@@ -82,7 +82,7 @@ def test_no_answer_is_one_lesson_helper_away():
 def task_cells(module: str) -> dict[str, list[tuple[int, str]]]:
     """Each graded task's markdown cells since the previous check cell, as (cell index, source)."""
     out, text = {}, []
-    for path in sorted((REPO / "solutions" / module).glob("*.ipynb")):
+    for path in [layout.exercise(module, "solutions", REPO)]:
         for i, cell in enumerate(nbformat.read(str(path), as_version=4).cells):
             if cell.cell_type == "markdown":
                 text.append((i, cell.source))
@@ -109,8 +109,7 @@ def test_a_measurement_task_states_the_band_and_rounds_its_check_uses(task_id):
     from autograder.checks import referee, task
     from autograder.expectations import rules
     rule = rules()["side_by_side"][BANDS[task_id]]
-    text = task_texts(f"{task_id[1:3]}_" + next(p.name[3:] for p in (REPO / "solutions").iterdir()
-                                                if p.name.startswith(task_id[1:3])))[task_id]
+    text = task_texts(_module(task_id.split(".")[0]))[task_id]
     band = f"{rule['lo']:g}–{rule['hi']:g}"
     assert text.count(band) >= 2, f"{task_id}: the text should give the band {band} in both languages"
     rounds = task(task_id).rounds
@@ -119,19 +118,20 @@ def test_a_measurement_task_states_the_band_and_rounds_its_check_uses(task_id):
 
 
 # ---------------------------------------------------------------- what a task's text says about its check
-def _module(number: str) -> str:
-    return next(p.name for p in (REPO / "solutions").iterdir() if p.name.startswith(number))
+def _module(name: str) -> str:
+    """The exercise folder of a module named any way (``"04"``, ``"m04"``): its record's id."""
+    return layout.module(name).id
 
 
 def _tasks_module(number: str):
-    return importlib.import_module(f"autograder.modules.m{number}_{_module(number)[3:]}.tasks")
+    return importlib.import_module(f"autograder.modules.{layout.module(number).package}.tasks")
 
 
 def _student_defs(number: str) -> dict[str, ast.FunctionDef]:
     """Every function the student version of exercise ``number`` defines, by name."""
     module = _module(number)
     defs = {}
-    for cell in nbformat.read(str(REPO / "exercises" / module / f"{module}_exercise.ipynb"), as_version=4).cells:
+    for cell in nbformat.read(str(layout.exercise(module, "exercises", REPO)), as_version=4).cells:
         if cell.cell_type == "code":
             defs.update({n.name: n for n in ast.parse(cell.source).body if isinstance(n, ast.FunctionDef)})
     return defs
@@ -146,8 +146,8 @@ def _default(number: str, function: str, parameter: str):
 
 def _solution_budget(task_id: str) -> float:
     """The ``budget_s`` the reference answer of ``task_id`` times with."""
-    module = _module(task_id[1:3])
-    code = next(c for t, _, c in design._answers(REPO / "solutions" / module / f"{module}_exercise.ipynb") if t == task_id)
+    module = _module(task_id.split(".")[0])
+    code = next(c for t, _, c in design._answers(layout.exercise(module, "solutions", REPO)) if t == task_id)
     return float(re.search(r"budget_s=([\d.]+)", code).group(1))
 
 
@@ -197,7 +197,7 @@ def stated_times(source: str) -> list[tuple[str, list[float]]]:
     return found
 
 
-EXERCISES = sorted(p.name[:2] for p in (REPO / "solutions").iterdir() if p.name[:2].isdigit())
+EXERCISES = [m.number for m in layout.modules(REPO, "exercise")]
 
 
 @pytest.mark.parametrize("number", EXERCISES)
@@ -206,7 +206,7 @@ def test_a_time_an_exercise_states_comes_from_its_tasks(number):
     figure of the task's data (``STATED_TIMES``), as that data has it: a check's wall time depends on the machine's
     load, so a text says what it depends on instead of promising one."""
     module = _module(number)
-    cells = nbformat.read(str(REPO / "solutions" / module / f"{module}_exercise.ipynb"), as_version=4).cells
+    cells = nbformat.read(str(layout.exercise(module, "solutions", REPO)), as_version=4).cells
     known = STATED_TIMES.get(number, {})
     wrong = []
     for i, cell in enumerate(cells):
@@ -229,7 +229,7 @@ def _halves(cells: list[tuple[int, str]], own: bool = False) -> dict[str, str]:
     return {"ko": "\n".join(ko for ko, _ in halves), "en": "\n".join(en for _, en in halves)}
 
 
-TASK_IDS = sorted(f"m{number}.{name}" for number in EXERCISES for name in modules.tasks(f"m{number}"))
+TASK_IDS = sorted(f"{m.short}.{name}" for m in layout.modules(REPO, "exercise") for name in modules.tasks(m.short))
 HIDDEN_SEEDS = range(20)
 
 
@@ -242,7 +242,7 @@ def _hidden_draws(task_id: str) -> list[list]:
 def test_a_text_counts_the_hidden_cases_as_the_check_draws_them(task_id):
     """A task's English text speaks of "the hidden case" exactly where the grader draws one hidden case (and the
     check's "Checked: N cases (1 of them hidden)" says one)."""
-    text = _halves(task_cells(_module(task_id[1:3]))[task_id], own=True)["en"]
+    text = _halves(task_cells(_module(task_id.split(".")[0]))[task_id], own=True)["en"]
     said = {m.group(1).lower() for m in re.finditer(r"\bhidden (cases?)\b", text, re.I)}
     counts = {len(draw) for draw in _hidden_draws(task_id)}
     one = counts == {1}
@@ -293,7 +293,7 @@ HIDDEN_CLAIMS = {
 
 @pytest.mark.parametrize("task_id", sorted(HIDDEN_CLAIMS))
 def test_what_a_text_says_the_hidden_cases_add_is_what_the_grader_draws(task_id):
-    text = _halves(task_cells(_module(task_id[1:3]))[task_id], own=True)["en"]
+    text = _halves(task_cells(_module(task_id.split(".")[0]))[task_id], own=True)["en"]
     draws = _hidden_draws(task_id)
     for words, holds in HIDDEN_CLAIMS[task_id]:
         assert words in text, f"{task_id}: the text no longer says {words!r}: update HIDDEN_CLAIMS with what it says"
@@ -307,10 +307,10 @@ TYPE_WORDS = {"tuple": ("tuple", "튜플"), "list": ("list", "리스트"), "dict
 def learner_functions(task_id: str) -> tuple[list[ast.FunctionDef], bool]:
     """The functions a learner writes for ``task_id`` (the student version's ``def`` lines), and whether the check
     takes them as a tuple."""
-    module = _module(task_id[1:3])
-    cells = nbformat.read(str(REPO / "exercises" / module / f"{module}_exercise.ipynb"), as_version=4).cells
+    module = _module(task_id.split(".")[0])
+    cells = nbformat.read(str(layout.exercise(module, "exercises", REPO)), as_version=4).cells
     match = next(m for c in cells if c.cell_type == "code" for m in LEARNER.finditer(c.source) if m.group(1) == task_id)
-    defs = _student_defs(task_id[1:3])
+    defs = _student_defs(task_id.split(".")[0])
     names = [n.strip() for n in match.group(2).strip("()").split(",") if n.strip()]
     return [defs[n] for n in names], match.group(2).startswith("(")
 
@@ -359,7 +359,7 @@ def passed_types(task_id: str) -> dict[str, dict[str, set[type]]]:
 def test_a_text_names_each_argument_and_the_type_the_check_passes(task_id):
     """Each parameter of the learner's ``def`` is named in backticks in both languages, and one the check passes as a
     tuple, list or dict is described with that word on a line that names it, in both languages."""
-    halves = _halves(task_cells(_module(task_id[1:3]))[task_id])
+    halves = _halves(task_cells(_module(task_id.split(".")[0]))[task_id])
     spans = {lang: re.findall(r"`([^`\n]+)`", text) for lang, text in halves.items()}
     types = passed_types(task_id)
     wrong = []

@@ -14,9 +14,10 @@ import pytest
 from autograder.grading import export, sandbox
 from autograder.grading.batch import grade_class
 from autograder.grading.course import REPO, Course
-from autograder.grading.hardware_check import add_submission, exercise_modules, scratch_course, task_results
+from autograder import layout
+from autograder.grading.hardware_check import add_submission, scratch_course, task_results
 
-MODULES = exercise_modules(REPO)
+MODULES = [m.id for m in layout.modules(REPO, "exercise")]
 
 
 def comparable(path: Path) -> dict:

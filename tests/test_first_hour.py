@@ -232,7 +232,6 @@ def test_start_page_language(monkeypatch, env, page):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setattr(bootstrap.locale, "getlocale", lambda: (None, None))
     assert bootstrap.start_page() == layout.lesson("00_start_here", page)
 
 

@@ -1,14 +1,18 @@
 """One Korean voice: every Korean text uses the glossary's term, never a variant it lists in ``avoid_ko``.
 
-An English term in parentheses (활성값(activation)), code, links, formulas and placeholders are not prose and
-are left out. Run one module's texts with ``-k m04``.
+Korean text is the Korean of lessons, of exercise sources (solutions/: the half above a cell's ``---``), of message
+catalogs, module code, data files, the glossary and the READMEs. An English term in parentheses
+(활성값(activation)), code (spans, blocks, notebook code cells, ``torch.cuda.synchronize``), links, formulas and
+placeholders are not prose and are left out, and so is a glossary term written in Latin letters (the name
+Transformer Engine is a term; the word transformer alone is a variant of 트랜스포머).
+Run one module's texts with ``-k m04``.
 """
 import re
 
 import pytest
 
 from autograder import glossary
-from fixtures.learner_text import HANGUL, groups, texts
+from fixtures.learner_text import CODE_CELL, HANGUL, groups, texts
 
 NOT_PROSE = [
     re.compile(r"```.*?```", re.S),             # code blocks
@@ -29,17 +33,20 @@ def prose(text: str) -> str:
 
 
 def _pattern(variant: str) -> re.Pattern:
-    """A Latin variant matches as a whole word (any case); a Hangul one anywhere."""
+    """A Latin variant matches as a whole word (any case) that is not an attribute (``dev.synchronize``); a Hangul
+    one anywhere."""
     if HANGUL.search(variant):
         return re.compile(re.escape(variant))
-    return re.compile(r"(?<![A-Za-z_\-])" + re.escape(variant) + r"(?![A-Za-z_])", re.I)
+    return re.compile(r"(?<![A-Za-z_.\-])" + re.escape(variant) + r"(?![A-Za-z_])", re.I)
 
 
+NAMES = re.compile("|".join(sorted((re.escape(t.term_ko) for t in glossary.terms() if not HANGUL.search(t.term_ko)),
+                                   key=len, reverse=True)))
 RULES = [(t, variant, _pattern(variant)) for t in glossary.terms() for variant in t.avoid_ko]
 KOREAN = {}
 for group, place, lang, text in texts():
-    if lang == "ko" and HANGUL.search(text):
-        KOREAN.setdefault(group, []).append((place, prose(text)))
+    if lang == "ko" and HANGUL.search(text) and not place.endswith(CODE_CELL):
+        KOREAN.setdefault(group, []).append((place, NAMES.sub(" ", prose(text))))
 
 
 def test_avoided_variants_are_not_the_terms_themselves():

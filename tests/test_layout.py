@@ -1,5 +1,6 @@
-"""The shape of the package: a module is one folder, modules never reach into each other, the core
-knows no module, the instructor's answers stay apart, and every module's ``expected.json`` is fresh."""
+"""The shape of the package: a module is one folder, modules never reach into each other (what they share is the
+core's knowledge layer), the core knows no module, the instructor's answers stay apart, and every module's
+``expected.json`` is fresh."""
 import ast
 import json
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import modules
+from autograder import layout, modules
 from autograder.checks import expected
 
 REPO = Path(__file__).resolve().parent.parent
@@ -15,9 +16,9 @@ PACKAGE = REPO / "autograder"
 ANSWERS = REPO / "course_answers"
 
 
-def imported(path: Path) -> set[str]:
-    """Absolute names of everything a Python file imports (relative imports resolved)."""
-    package = list(path.relative_to(REPO).with_suffix("").parts)[:-1]
+def imported(path: Path, root: Path = REPO) -> set[str]:
+    """Absolute names of everything a Python file of the course at ``root`` imports (relative imports resolved)."""
+    package = list(path.relative_to(root).with_suffix("").parts)[:-1]
     names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -41,8 +42,25 @@ def code_of(notebook: Path) -> str:
     return "\n".join(c.source for c in cells if c.cell_type == "code")
 
 
+def test_the_records_and_the_folders_agree():
+    """Each module's record (``autograder/data/modules.json``) names exactly the folders and files it has."""
+    problems = layout.problems(REPO)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_module_is_found_by_any_of_its_names():
+    for m in layout.modules(part="package"):
+        for name in (m.id, m.package, m.short):
+            assert layout.module(name) == m, name
+    assert layout.module(4) == layout.module("04") == layout.module("m04_training_memory")
+    with pytest.raises(ValueError, match="00_start_here, 00_demo"):
+        layout.module("00")  # the start page and the grading demo share 00: the full name says which
+    with pytest.raises(ValueError, match="no such module '99'.*known: 00_start_here"):
+        layout.module("99")
+
+
 def test_every_module_is_one_folder_with_its_tasks():
-    assert set(modules.folders()) >= {"m00", "m01", "m02", "m03", "m04", "m05", "m06"}
+    assert set(modules.folders()) == {m.short for m in layout.modules(part="package")}
     for module_id, folder in modules.folders().items():
         assert (PACKAGE / "modules" / folder / "tasks.py").exists(), folder
         assert not (PACKAGE / "checks" / f"{module_id}.py").exists(), f"{module_id}: tasks belong in its folder"
@@ -55,6 +73,13 @@ def test_modules_import_only_the_core_and_themselves():
             for name in imported(path):
                 assert module_of(name) in (None, folder), f"{path.relative_to(REPO)} imports {name}"
                 assert not name.startswith("course_answers"), f"{path.relative_to(REPO)} imports {name}"
+
+
+def test_what_modules_share_sits_below_them_all():
+    """The one place modules share rules: the core's knowledge layer, which imports nothing of the course but the
+    YAML loader (so any module, answer or lesson can read it without reaching into another module)."""
+    course = {name for name in imported(PACKAGE / "knowledge.py") if name.startswith("autograder")}
+    assert course == {"autograder.datafile", "autograder.datafile.read_yaml"}
 
 
 def test_the_core_knows_no_module():
@@ -77,8 +102,9 @@ def test_answers_import_the_core_and_their_own_module():
 
 @pytest.mark.parametrize("kind", ["lessons", "exercises", "solutions"])
 def test_notebooks_import_the_core_and_their_own_module(kind):
-    for notebook in sorted((REPO / kind).glob("*/*.ipynb")):
-        own = "m" + notebook.parent.name
+    found = [*layout.lessons("ko", REPO), *layout.lessons("en", REPO)] if kind == "lessons" else layout.exercises(kind, REPO)
+    for notebook in found:
+        own = layout.module(notebook.parent.name).package
         for node in ast.walk(ast.parse(_python(code_of(notebook)))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
@@ -96,7 +122,7 @@ def _python(code: str) -> str:
 @pytest.mark.parametrize("module_id", sorted(modules.folders()))
 def test_expected_answers_of_visible_cases_are_fresh(module_id):
     path = modules.path(module_id) / expected.FILE
-    hint = f"run: python -m autograder instructor generate {path.parent.name[1:]} (or write_expected({module_id!r}))"
+    hint = f"run: python -m autograder instructor generate {layout.module(module_id).id} (or write_expected({module_id!r}))"
     assert path.exists(), f"{path.relative_to(REPO)} is missing: {hint}"
     assert expected.same(json.loads(path.read_text(encoding="utf-8")), expected.table(module_id)), \
         f"{path.relative_to(REPO)} is stale: {hint}"

@@ -60,7 +60,7 @@ def secret_units() -> dict[str, list[str]]:
     graded side by side with the course's own measurement, which a learner's install carries by design.
     """
     units, exempt = {}, set()
-    for path in sorted(REPO.glob("solutions/*/*.ipynb")):
+    for path in layout.exercises("solutions", REPO):
         cells, pending = nbformat.read(path, as_version=4).cells, []
         for cell in cells:
             meta = cell.metadata.get("nbgrader", {})
@@ -114,8 +114,9 @@ def test_the_edition_holds_the_learners_part_only(edition):
     assert 'include = ["autograder*"]' in (edition / "pyproject.toml").read_text()
     readme = (edition / "README.md").read_text(encoding="utf-8")
     assert "learner edition" in readme and "수강생용" in readme and "docs/instructor.md" not in readme
-    assert sorted(p.parent.name for p in edition.glob("exercises/*/*_exercise.ipynb")) == sorted(
-        p.parent.name for p in REPO.glob("solutions/*/*_exercise.ipynb"))
+    assert all(path.exists() for path in layout.exercises("exercises", edition))
+    assert sorted(p.parent.name for p in edition.glob("exercises/*/*.ipynb")) == [
+        m.id for m in layout.modules(REPO, "exercise")]
 
 
 def test_no_solution_hidden_test_or_reference_text_is_in_the_edition(edition):
@@ -193,7 +194,7 @@ def with_solutions(exercise: Path, solution: Path) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.mark.parametrize("assignment", sorted(p.parent.name for p in REPO.glob("solutions/*/*_exercise.ipynb")))
+@pytest.mark.parametrize("assignment", [m.id for m in layout.modules(REPO, "exercise")])
 def test_every_visible_check_passes_the_reference_solution_in_the_learners_install(
         edition, learner_python, assignment, tmp_path):
     folder = edition / "exercises" / assignment

@@ -39,15 +39,30 @@ def test_table_html_escapes_and_formats():
     assert "&lt;b&gt;" in html and "989.4" in html and "처리량" in html and "가" in html
 
 
-def test_quiz_builds_a_widget_and_displays_it_once(monkeypatch):
-    box = lesson.quiz_widget(Message("질문", "question"), [Message("하나", "one"), Message("둘", "two")], 1,
-                             Message("둘이 맞습니다", "two is right"))
-    assert len(box.children) == 4
+def test_a_quiz_is_loaded_by_its_key_and_displayed_once(monkeypatch):
     import IPython.display
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
-    assert lesson.quiz(Message("질문", "question"), [Message("하나", "one")], 0, Message("맞습니다", "right")) is None
+    assert lesson.quiz("m07.blocks_guard") is None
     assert len(shown) == 1  # returned nothing: a quiz that ends its cell is not displayed a second time
+    with pytest.raises(KeyError, match="m07.blocks_guard"):   # an unknown key names the module's quizzes
+        lesson.load_quiz("m07.no_such_quiz")
+
+
+def test_the_quiz_widget_explains_the_right_choice_only(capsys):
+    i18n.set_language("en")
+    quiz = lesson.Quiz(Message("질문", "question"), (Message("하나", "one"), Message("둘", "two")), 1,
+                       Message("둘이 맞습니다", "two is right"))
+    question, choice, button, _ = lesson.quiz_widget(quiz).children
+    assert "question" in question.value and [label for label, _ in choice.options] == ["one", "two"]
+    said = []
+    for value in (None, 0, 1):
+        choice.value = value
+        button.click()   # the button's handler, as a click in the notebook runs it
+        said.append(capsys.readouterr().out)
+    assert "Pick one option" in said[0] and "two is right" not in said[0]
+    assert "❌" in said[1] and "two is right" not in said[1]
+    assert "✅ two is right" in said[2]
 
 
 def test_glossary_has_both_languages_and_renders():

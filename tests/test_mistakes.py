@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from autograder import modules
+from autograder import layout, modules
 from autograder.checks import task
 from autograder.checks.core import CENTRAL, Recorded, _central, canonical, cases_for, collect, fraction, score_records
 from autograder.checks.expected import answers, want
@@ -28,7 +28,7 @@ HANGUL = re.compile(r"[\uac00-\ud7a3]")
 def graded() -> list[str]:
     """Every task id a check cell of an exercise grades."""
     found = set()
-    for path in sorted(REPO.glob("solutions/[0-9][0-9]_*/*.ipynb")):
+    for path in layout.exercises("solutions", REPO):
         found.update(CHECK_CALL.findall(path.read_text(encoding="utf-8").replace('\\"', '"')))
     return sorted(found)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import layout
 from autograder.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,8 +18,7 @@ COMMAND = re.compile(r"(?:\.venv/bin/)?python3? -m autograder(?P<rest>[^`\"\n]*)
 
 def texts():
     """(where, text) for every notebook cell (lessons, solutions, exercises), README.md and docs/*.md."""
-    for path in sorted([*ROOT.glob("lessons/*/*.ipynb"), *ROOT.glob("solutions/*/*.ipynb"),
-                        *ROOT.glob("exercises/*/*.ipynb")]):
+    for path in layout.notebooks(ROOT):
         for i, cell in enumerate(json.loads(path.read_text(encoding="utf-8"))["cells"]):
             source = "".join(cell["source"])
             yield f"{path.relative_to(ROOT)} cell {i}", source

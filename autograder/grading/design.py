@@ -107,24 +107,24 @@ def _best(answer: Counter, places: list[tuple]) -> tuple[float, object]:
 
 
 def exercise(repo: Path, module: str) -> list[TaskDesign]:
-    """The tasks of ``solutions/<module>/``, in notebook order."""
+    """The tasks of the exercise ``solutions/<module>/<module>_exercise.ipynb``, in notebook order."""
     rows = []
     lesson = _lesson_cells(repo, module)
-    for notebook in sorted((repo / "solutions" / module).glob("*.ipynb")):
-        for task_id, points, code in _answers(notebook):
-            t = task(task_id)
-            answer = tokens(code)
-            lesson_share, cell = _best(answer, lesson)
-            helper_share, helper = _best(answer, _helpers(task_id.split(".")[0]))
-            rows.append(TaskDesign(module, task_id, t.title.en, points, t.kind, t.level, tuple(t.mistakes),
-                                   lesson_share, -1 if cell is None else cell, helper_share, helper or "-",
-                                   t.measurement))
+    for task_id, points, code in _answers(layout.exercise(module, "solutions", repo)):
+        t = task(task_id)
+        answer = tokens(code)
+        lesson_share, cell = _best(answer, lesson)
+        helper_share, helper = _best(answer, _helpers(task_id.split(".")[0]))
+        rows.append(TaskDesign(module, task_id, t.title.en, points, t.kind, t.level, tuple(t.mistakes),
+                               lesson_share, -1 if cell is None else cell, helper_share, helper or "-",
+                               t.measurement))
     return rows
 
 
 def course(repo: Path, names: list[str] | None = None) -> list[TaskDesign]:
-    found = sorted(p.parent.name for p in repo.glob("solutions/[0-9][0-9]_*/*.ipynb"))
-    return [row for module in dict.fromkeys(found) if not names or module in names for row in exercise(repo, module)]
+    """The tasks of every exercise of the course at ``repo`` (``names``: of those folders only), in module order."""
+    found = [m.id for m in layout.modules(repo, "exercise")]
+    return [row for module in found if not names or module in names for row in exercise(repo, module)]
 
 
 def table(rows: list[TaskDesign]) -> str:

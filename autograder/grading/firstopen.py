@@ -16,8 +16,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from .. import language
+
 NEXT_STEP = ("과제가 아직 없습니다. 강사: `python -m autograder instructor release 01_devices`로 배포하세요. "
-             "학생: 강사가 배포하면 여기에 나타납니다. / "
+             "학생: 강사가 배포하면 여기에 나타납니다.",
              "No assignments yet. Instructor: release one with `python -m autograder instructor release 01_devices`. "
              "Learners: released exercises appear here.")
 
@@ -40,6 +42,6 @@ def prepare(db_url: str, exchange: str, announce: bool = True) -> list[Path]:
             continue
         made.append(folder)
     if made and announce:
-        print(f"[course] {', '.join(map(str, made))}: " + NEXT_STEP, file=sys.stderr)
+        print(f"[course] {', '.join(map(str, made))}: " + language.pick(*NEXT_STEP, joiner=" / "), file=sys.stderr)
     return made
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import nbformat
 
-from .. import modules
+from .. import layout, modules
 from ..checks import expected
 from ..checks.core import canonical
 from . import languages, seeds
@@ -30,13 +30,15 @@ def write_expected(module_id: str) -> Path | None:
 
 def generate(course: Course, assignment: str, release_dir: Path | None = None) -> Path:
     """Write the student version of ``assignment`` and record its cells in the gradebook; beside each notebook
-    its Korean and English files (``languages.for_learner``); refresh the module's ``expected.json`` (the
-    visible checks of a learner's install read it).
+    its Korean and English files (``languages.for_learner``); refresh the ``expected.json`` of the module whose
+    record names it (the visible checks of a learner's install read it).
 
     ``release_dir`` (default: the course's ``exercises/``) receives ``<assignment>/*.ipynb``;
     the tests pass a temporary folder to compare with the committed copy.
     """
-    write_expected("m" + assignment[:2])
+    for module in layout.modules(part="package"):
+        if module.id == assignment:
+            write_expected(module.short)
     config = course.config()
     if release_dir is not None:
         config.CourseDirectory.release_directory = str(release_dir)

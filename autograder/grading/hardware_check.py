@@ -28,8 +28,9 @@ VERSIONS = {"reference": "source", "student": "release"}  # which course folder 
 
 
 def exercise_modules(root: Path = REPO) -> list[str]:
-    """The exercises of a course: ``solutions/NN_topic/`` folders with a notebook."""
-    return sorted(p.name for p in (Path(root) / "solutions").glob("[0-9][0-9]_*") if any(p.glob("*.ipynb")))
+    """The exercises of the course at ``root``, as nbgrader has them: each folder of ``solutions/`` with a notebook
+    (any course; in this repository, the records' exercises: ``layout.problems``)."""
+    return sorted({p.parent.name for p in (Path(root) / "solutions").glob("*/*.ipynb")})
 
 
 def measurement_tasks(source: str) -> list[str]:

@@ -97,9 +97,11 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 
 def kernel_env(home: str, extra: dict[str, str]) -> dict[str, str]:
-    """The environment of a graded kernel: PATH, locale, device selection, ``extra``; HOME in the run folder."""
+    """The environment of a graded kernel: PATH, locale, device selection, the language (``COURSE_LANG``, else
+    both: not the grader's locale), ``extra``; HOME in the run folder."""
     import sys
     env = {key: os.environ[key] for key in PASS_THROUGH if key in os.environ}
+    env.setdefault("COURSE_LANG", "both")  # what a submission prints is graded in both languages unless the class chose one
     bindir = os.path.dirname(sys.executable)
     env.update(PATH=os.pathsep.join([bindir, "/usr/local/bin", "/usr/bin", "/bin"]), HOME=home,
                MPLCONFIGDIR=os.path.join(home, ".matplotlib"), XDG_CACHE_HOME=os.path.join(home, ".cache"),

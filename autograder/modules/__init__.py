@@ -1,4 +1,5 @@
-"""The course's modules, one folder each: ``mNN_name/`` (``m04_training_memory``).
+"""The course's modules, one folder each: ``mNN_name/`` (``m04_training_memory``), one for each record with a
+package in ``data/modules.json`` (``autograder.layout``).
 
 A module folder holds what a learner's install needs of that module: ``tasks.py``
 (its graded tasks: visible cases, how to call the learner's code, how to score),
@@ -16,14 +17,16 @@ from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
 
+from .. import layout
+
 ROOT = Path(__file__).resolve().parent
 
 
 @lru_cache(maxsize=None)
 def folders() -> dict[str, str]:
-    """Module id (``"m04"``) -> folder name (``"m04_training_memory"``)."""
-    return {p.name.split("_", 1)[0]: p.name for p in sorted(ROOT.iterdir())
-            if p.is_dir() and p.name[:1] == "m" and (p / "__init__.py").exists()}
+    """Module id (``"m04"``) -> folder name (``"m04_training_memory"``): the records with a package
+    (``layout.modules``)."""
+    return {m.short: m.package for m in layout.modules(part="package")}
 
 
 def folder(module_id: str) -> str | None:

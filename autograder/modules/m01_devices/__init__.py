@@ -9,4 +9,5 @@ honestly, and where fine-tuning a model fits.
 - ``lesson.py``: the small MLP training step the lesson and the speed-up task time (with the CPU threads that
   task times it on), and the lesson's figures, tables and widgets (throughput, memory per recipe, the fit
   explorer, CUDA/NVML/CPU summaries).
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m01.<name>")``), answers and explanations.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...i18n import msg
+from ...knowledge import recipe_bytes, training_flops
 from ...lesson import LABEL, Measured, busy_labels, clearly_more, measure, title
 
 
@@ -59,17 +60,12 @@ def step_threads():
 
 def step_flops(width: int, depth: int = 3, batch: int = 128) -> float:
     """Approximate FLOPs of one step: 6 x weights x batch (forward 2, backward 4 per weight and sample)."""
-    weights = depth * width * width + width * 10
-    return 6.0 * weights * batch
+    return training_flops(depth * width * width + width * 10, batch)
 
 
 # ---------------------------------------------------------------- the lesson's figures, tables and widgets
 RECIPES = {  # bytes per parameter: weights, gradients, optimizer states (incl. an fp32 master copy)
-    "adam_mixed": (2, 2, 12),
-    "adam_fp32": (4, 4, 8),
-    "sgd_momentum_fp32": (4, 4, 4),
-    "inference_bf16": (2, 0, 0),
-}
+    name: tuple(recipe_bytes(name).values()) for name in ("adam_mixed", "adam_fp32", "sgd_momentum_fp32", "inference_bf16")}
 FIT_GPUS = ("t4", "rtx_4090", "rtx_5090", "a100_sxm_80gb", "h200_sxm", "mi300x")
 
 

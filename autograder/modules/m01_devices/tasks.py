@@ -16,6 +16,7 @@ from ...checks import referee
 from ...checks.core import Part, Task, close
 from ...fakes.devices import fake_torch, mlx_modules
 from ...i18n import Message, msg
+from ...knowledge import recipe_bytes
 from .machines import machine_torch, mlx_install
 from .virtual import VirtualCPU, VirtualGPU
 
@@ -301,10 +302,11 @@ def _memory_answer(learner, case) -> dict:
 def _memory_need_mistake(job: dict, found, right: float) -> str | None:
     """The known wrong need (GB) that ``found`` is, if any (``right``: the expected need)."""
     n, lora, act = job["params"], job["lora_params"], job["activation_gb"]
-    known = {"full_as_frozen": 2 * n / 1e9 + act if not lora else None,
-             "frozen_as_trained": 16 * (n + lora) / 1e9 + act if lora else None,
-             "adapter_as_frozen": 2 * (n + lora) / 1e9 + act if lora else None,
-             "frozen_forgotten": 16 * lora / 1e9 + act if lora else None,
+    trained, frozen = sum(recipe_bytes("adam_mixed").values()), sum(recipe_bytes("inference_bf16").values())
+    known = {"full_as_frozen": frozen * n / 1e9 + act if not lora else None,
+             "frozen_as_trained": trained * (n + lora) / 1e9 + act if lora else None,
+             "adapter_as_frozen": frozen * (n + lora) / 1e9 + act if lora else None,
+             "frozen_forgotten": trained * lora / 1e9 + act if lora else None,
              "no_activations": right - act if act else None,
              "need_in_gib": right * 1e9 / 2**30}
     return next((name for name, value in known.items() if value is not None and close(found, value, rel=1e-6)), None)

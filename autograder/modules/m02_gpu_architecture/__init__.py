@@ -7,4 +7,5 @@ peak, and N:M structured sparsity.
 - ``data/formats.yaml``, ``data/generations.yaml``: the formats and the GPU generations, with sources.
 - ``data/spec_sheets.yaml``: spec-sheet figures as vendors print them (exercise task 2).
 - ``data/measured_matmul.yaml``: public measurements of how close chips get to their dense matmul peak.
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m02.<name>")``), answers and explanations.
 """

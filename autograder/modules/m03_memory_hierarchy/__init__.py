@@ -8,4 +8,5 @@ reads per token, capacity in binary units, fusion counted in bytes, and measured
   beside the learner's sweep (task 6 counts the calls made to it from the learner's function).
 - ``lesson.py``: the lesson's helpers. ``data/models.yaml``: transformer shapes (with sliding-window layers);
   ``data/datasheets.yaml``: datasheet rows as vendors print them; both with sources.
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m03.<name>")``), answers and explanations.
 """

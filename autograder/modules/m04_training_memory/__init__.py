@@ -8,4 +8,5 @@ activations) and four ways to need less (mixed precision, checkpointing, accumul
 - ``data.py`` + ``data/``: the memory table (bytes per parameter, ZeRO stages, activation estimate,
   planning rule), the tolerance of a mixed-precision step (``amp.yaml``), recorded loss-scale logs
   (``scaler_logs.yaml``) and the DeepSpeed configuration notes, with sources.
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m04.<name>")``), answers and explanations.
 """

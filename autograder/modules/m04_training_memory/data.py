@@ -11,6 +11,6 @@ FOLDER = Path(__file__).resolve().parent / "data"
 
 @lru_cache(maxsize=None)
 def table(name: str) -> dict:
-    """``data/<name>.yaml``: ``memory`` (bytes per parameter, optimizer states, ZeRO stages, activations, planning
-    rule), ``amp`` (the tolerance of a mixed-precision step), ``scaler_logs`` or ``deepspeed``."""
+    """``data/<name>.yaml``: ``memory`` (ZeRO stages, activations, planning rule; the bytes per parameter are the
+    course's, :mod:`autograder.knowledge`), ``amp`` (the tolerance of a mixed-precision step), ``scaler_logs`` or ``deepspeed``."""
     return read_yaml(FOLDER / f"{name}.yaml")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...i18n import Message, msg
+from ...knowledge import bytes_per_param  # the course's one rule of bytes per parameter (module 01 shows it too)
 from .data import table
 from ...lesson import LABEL, Measured
 
@@ -424,13 +425,6 @@ def part_names() -> dict:
             "optimizer": t("옵티마이저 상태", "optimizer states")}
 
 
-def bytes_per_param(precision: str, optimizer: str) -> dict:
-    """Bytes per parameter of weights, gradients and optimizer states (fp32 master copy included)."""
-    p = table("memory")["precisions"][precision]
-    states = table("memory")["optimizers"][optimizer]["states"]
-    return {"weights": p["weights"], "gradients": p["gradients"], "optimizer": p["master"] + states * p["state"]}
-
-
 def activation_estimate(layers: int, hidden: int, heads: int, seq: int, micro_batch: int, mode: str = "none") -> int:
     """Activation bytes of a transformer for one micro-batch (Korthikanti et al. 2022, ``data/memory.yaml``).
 
@@ -529,7 +523,7 @@ def plot_activation_sweep(measured: dict):
         ax.set_xlabel(names[knob])
         ax.set_ylabel("MiB")
         ax.grid(alpha=0.3)
-    fig.suptitle(t("작은 transformer가 역전파용으로 저장하는 활성값(측정)",
+    fig.suptitle(t("작은 트랜스포머가 역전파용으로 저장하는 활성값(측정)",
                    "Activations a small transformer saves for the backward pass (measured)"))
     fig.tight_layout()
     return fig
@@ -558,15 +552,15 @@ def recipe_modes() -> dict:
                                       ("mixed_fp32_grads", "adam")),
             "fp32_adam": (t("학습: fp32 Adam", "train: fp32 Adam"), ("fp32", "adam")),
             "bf16_adam": (t("학습: 순수 bf16 Adam", "train: pure bf16 Adam"), ("bf16", "adam")),
-            "infer": (t("추론: bf16 가중치만", "inference: bf16 weights only"), None)}
+            "infer": (t("추론: bf16 가중치만", "inference: bf16 weights only"), ("bf16", None))}
 
 
 def split_bytes(n_params: float, mode: str, stage: int) -> tuple[float, float]:
     """(bytes every GPU keeps whole, bytes divided over the GPUs) at this ZeRO stage."""
-    recipe = recipe_modes()[mode][1]
-    if recipe is None:  # inference: bf16 weights split evenly
-        return 0.0, table("memory")["planning"]["infer_bytes_per_param"] * n_params
-    b = bytes_per_param(*recipe)
+    precision, optimizer = recipe_modes()[mode][1]
+    b = bytes_per_param(precision, optimizer)
+    if optimizer is None:  # inference: the weights split evenly
+        return 0.0, sum(b.values()) * n_params
     sharded = table("memory")["zero_stages"][stage]
     return (sum(n_params * v for k, v in b.items() if k not in sharded),
             sum(n_params * v for k, v in b.items() if k in sharded))

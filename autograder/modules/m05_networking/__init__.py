@@ -9,6 +9,7 @@ and the scaling rooflines of data, fully sharded and tensor parallelism.
   nccl-tests logs).
 - ``logs.py``: logs in nccl-tests' format written from the α-β model (the exercise's modelled logs).
 - ``lesson.py``: the lesson's tables, figures and widgets, the α-β fit and the ring's chunk states.
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m05.<name>")``), answers and explanations.
 - ``messages.yaml``; ``expected.json`` (generated).
 
 The rank runner and the all-reduce measurement are the core's (:mod:`autograder.ranks`); the fake

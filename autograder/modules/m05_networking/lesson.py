@@ -364,7 +364,7 @@ def fit_line(fit: dict, world: int, backend: str, seconds: list[float]) -> str:
     if not busy_labels(seconds):
         return line
     spread = f"{100 * seconds.spread:.0f}"
-    return "\n".join([t(f"이 컴퓨터가 바빠 시간이 흔들렸으므로(퍼짐 {spread}%) 아래 α와 β는 믿을 수 없습니다:",
+    return "\n".join([t(f"이 컴퓨터가 바빠 시간이 흔들렸으므로(변동 폭 {spread}%) 아래 α와 β는 믿을 수 없습니다:",
                          f"This machine is busy and the times stayed noisy (spread {spread} %), so this α and β are unreliable:"),
                        line])
 

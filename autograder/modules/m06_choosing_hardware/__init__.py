@@ -9,6 +9,7 @@ quoted figures, sizing inference (weights + KV cache, the batch against the time
 - ``prices.py`` + ``data/prices.yaml``: the dated, sourced price table joined with the device profiles.
 - ``report.py``: the capstone report card (gathered results, roofline figure, bilingual HTML page,
   a gloo all-reduce measurement).
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m06.<name>")``), answers and explanations.
 - ``data/nvidia_smi_log.csv``: the lesson's sample log; ``data/gpu_log_[a-e].csv``: the visible logs of the
   smi task (also shipped with the exercise); ``messages.yaml``; ``expected.json`` (generated).
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ...knowledge import recipe_bytes, training_flops
 from ...lesson import show_table, t, title
 from ...lesson import LABEL
 
@@ -184,7 +185,7 @@ def cost_explorer(days, offers: list[dict]) -> None:
         o = next(x for x in offers if x["id"] == o_pick.value)
         d = days(p_slider.value, d_slider.value, g_slider.value, o["profile"], m_slider.value)
         gpu_hours = d * 24 * g_slider.value
-        answer.value = (f"<b>{6 * p_slider.value * d_slider.value:.3g} FLOP</b> · <b>{d:,.1f} {t('일', 'days')}</b> · "
+        answer.value = (f"<b>{training_flops(p_slider.value, d_slider.value):.3g} FLOP</b> · <b>{d:,.1f} {t('일', 'days')}</b> · "
                         f"{gpu_hours:,.0f} GPU-h · <b>${gpu_hours * o['price_per_gpu_hour']:,.0f}</b> "
                         f"({t('토큰/파라미터', 'tokens per parameter')} {d_slider.value / p_slider.value:.0f})")
 
@@ -246,7 +247,7 @@ def checked_value(check: dict, days=None) -> float:
     if kind == "price":
         return next(o["price_per_hour"] for o in prices.offers() if o["id"] == arg)
     if kind == "training_memory":
-        return arg["params"] * arg["bytes_per_parameter"] / 1e9
+        return arg["params"] * sum(recipe_bytes(arg["recipe"]).values()) / 1e9
     run = [arg[k] for k in ("params", "tokens", "gpus", "profile", "mfu")]
     if kind == "training_days":
         return days(*run)

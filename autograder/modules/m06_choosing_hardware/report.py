@@ -9,11 +9,9 @@ and a quick gloo all-reduce (:func:`autograder.ranks.allreduce_busbw`) sized by 
 the bandwidths; :func:`save_html` writes a one-page bilingual HTML file with the figure
 embedded as a base64 PNG.
 
-Keys the report card reads (other lessons record them with :func:`autograder.results.record`):
-``m02.matmul_tflops_<dtype>`` (TFLOP/s, meta ``size``), ``m03.bandwidth_copy_gbs`` and
-``m03.bandwidth_triad_gbs`` (GB/s), ``m05.allreduce_busbw_gbs`` (GB/s); any other record
-is listed, and one with meta ``intensity`` (FLOP/byte) and a FLOP/s unit is drawn as a
-roofline point.
+The results the report card reads are :data:`autograder.results.REPORT_CARD` (lessons 02, 03 and 05 record them
+through it): matmul TFLOP/s per dtype (meta ``size``), copy and triad bandwidth, all-reduce bus bandwidth; any
+other record is listed, and one with meta ``intensity`` (FLOP/byte) and a FLOP/s unit is drawn as a roofline point.
 """
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ from ...i18n import Message, msg
 from ...ranks import allreduce_busbw
 
 COMPARE = ("h100_sxm", "a100_sxm_80gb", "rtx_4090", "mi300x", "tpu_v5e")
-MATMUL_DTYPES = ("fp32", "bf16", "fp16")
 FLOP_UNITS = {"TFLOP/s": 1e12, "GFLOP/s": 1e9, "FLOP/s": 1.0}
 LABELS = {
     "matmul": Message("행렬 곱 {dtype}", "matmul {dtype}"),
@@ -69,6 +66,7 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
     from ...harness import device_name
     from ...profiles import match
     from ...reference import _accelerator, measured_profile
+    from ...results import REPORT_CARD as CARD
 
     name = device_name(device) if device is not None else best_device()
     recorded = results.load()
@@ -77,43 +75,44 @@ def gather(device: str | None = None, budget_s: float = 12.0, allreduce: bool = 
     spec = match(acc.name) if acc is not None else None
     items = []
 
-    for dt in MATMUL_DTYPES:
-        rec = recorded.get(f"m02.matmul_tflops_{dt}")
+    for dt in CARD.matmul_dtypes:
+        key = CARD.matmul(dt)
+        rec = recorded.get(key.id)
         ref = reference.spec["matmul"].get(dt)
         if rec is None and ref is None:
             continue
         value = rec["value"] if rec else ref["tflops"]
         size = (rec or {}).get("meta", {}).get("size") if rec else ref.get("size")
         peak, basis = (spec.peak(dt), "spec") if spec is not None and spec.peak(dt) else (ref["tflops"] if ref else None, "measured")
-        peak, note = _peak(peak, value, basis, "TFLOP/s")
-        items.append({"what": "matmul", "dtype": dt, "value": value, "unit": "TFLOP/s",
-                      "source": "m02" if rec else "reference", "intensity": _matmul_intensity(size, dt),
+        peak, note = _peak(peak, value, basis, key.unit)
+        items.append({"what": "matmul", "dtype": dt, "value": value, "unit": key.unit,
+                      "source": rec["module"] if rec else "reference", "intensity": _matmul_intensity(size, dt),
                       "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec), "note": note})
 
     for kind in ("copy", "triad"):
-        rec = recorded.get(f"m03.bandwidth_{kind}_gbs")
+        key = CARD.bandwidth(kind)
+        rec = recorded.get(key.id)
         value = rec["value"] if rec else reference.spec["bandwidth"][kind]["gbs"]
         peak, basis = ((spec.bandwidth_gbs, "spec") if spec is not None and spec.bandwidth_gbs
                        else (reference.spec["bandwidth"][kind]["gbs"], "measured"))
-        peak, note = _peak(peak, value, basis, "GB/s")
-        items.append({"what": kind, "value": value, "unit": "GB/s", "source": "m03" if rec else "reference",
+        peak, note = _peak(peak, value, basis, key.unit)
+        items.append({"what": kind, "value": value, "unit": key.unit,
+                      "source": rec["module"] if rec else "reference",
                       "peak": peak, "peak_basis": basis, "pct": _pct(value, peak, basis, rec), "note": note})
 
-    rec = recorded.get("m05.allreduce_busbw_gbs") or recorded.get("m06.allreduce_busbw_gbs")
+    rec = recorded.get(CARD.allreduce.id) or recorded.get(CARD.allreduce_now.id)
     if rec is not None:
         items.append({"what": "allreduce", "value": rec["value"], "unit": "GB/s", "source": rec["module"],
                       "ranks": rec.get("meta", {}).get("world_size", "?"), "peak": None, "pct": None})
     elif allreduce:
         found = allreduce_busbw(budget_s=allreduce_budget_s)  # autograder.ranks: the course's one measurement
         if found is not None:
-            results.record("m06", "allreduce_busbw_gbs", found["busbw_gbs"], "GB/s", backend="gloo",
-                           world_size=found["world_size"], nbytes=found["nbytes"])
+            CARD.allreduce_now.record(found["busbw_gbs"], backend="gloo", world_size=found["world_size"],
+                                      nbytes=found["nbytes"])
             items.append({"what": "allreduce", "value": found["busbw_gbs"], "unit": "GB/s", "source": "now",
                           "ranks": found["world_size"], "peak": None, "pct": None})
 
-    used = {f"m02.matmul_tflops_{dt}" for dt in MATMUL_DTYPES} | {"m03.bandwidth_copy_gbs", "m03.bandwidth_triad_gbs",
-                                                                  "m05.allreduce_busbw_gbs", "m06.allreduce_busbw_gbs"}
-    others = [dict(v, id=k) for k, v in sorted(recorded.items()) if k not in used]
+    others = [dict(v, id=k) for k, v in sorted(recorded.items()) if k not in CARD.read()]
     points = [{"label": f"{o['id']}", "intensity": o["meta"]["intensity"], "flops": o["value"] * FLOP_UNITS[o["unit"]]}
               for o in others if o.get("meta", {}).get("intensity") and o.get("unit") in FLOP_UNITS]
     report = detect()

@@ -10,4 +10,5 @@ reductions and prefix sums, tiled matrix multiply, occupancy, and the same tiles
 - ``tasks.py``: the graded tasks of exercise 07 (nine kernels, one of them timed: side by side with the course's
   copy kernel on a GPU, on the virtual clock on the simulator).
 - ``lesson.py``: occupancy, the tile explorer and the lesson's figures. ``data/occupancy.yaml``: per-SM limits.
+- ``data/quizzes.yaml``: the lesson's quizzes (``lesson.quiz("m07.<name>")``), answers and explanations.
 """

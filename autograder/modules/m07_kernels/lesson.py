@@ -46,7 +46,7 @@ def plot_traffic(sizes, naive, tiled, tile: int):
     ax.plot(sizes, naive, "o-", label=t("순진한 커널 (센 값)", "naive kernel (counted)"))
     ax.plot(sizes, tiled, "s-", label=t(f"{tile}×{tile} 타일 (센 값)", f"{tile}×{tile} tiles (counted)"))
     model = [sum(matmul_budget(n, n, n, tile).values()) for n in sizes]
-    ax.plot(sizes, model, "k:", label=t("모형 2·n²·⌈n/T⌉", "model 2·n²·⌈n/T⌉"))
+    ax.plot(sizes, model, "k:", label=t("모델 2·n²·⌈n/T⌉", "model 2·n²·⌈n/T⌉"))
     ax.set_xlabel(t("행렬 크기 n (n×n)", "matrix size n (n×n)"))
     ax.set_ylabel(t("전역 메모리 읽기 (원소)", "global memory reads (elements)"))
     ax.set_yscale("log")

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder import layout, profiles
+from autograder import knowledge, layout, profiles
 from autograder.checks import check, task
 from autograder.checks.core import cases_for, collect, score_records
 from autograder.fakes.ddp import SyncRecorder
@@ -324,7 +324,7 @@ def test_one_thousand_million_parameters_read_as_people_write_them():
 
 
 def test_the_frozen_rule_is_data():
-    assert table("memory")["frozen_keeps"] == ["weights"]
+    assert knowledge.table()["frozen_keeps"] == ["weights"]
 
 
 @pytest.mark.parametrize("name,mistake", [("step", "equal_weights"), ("step", "unweighted"), ("split", "graph_cut")])

@@ -102,3 +102,36 @@ def test_allreduce_failure_is_reported_not_raised(machine, monkeypatch, capsys):
     assert m06_report.allreduce_busbw(budget_s=0.5) is None
     out = capsys.readouterr()
     assert "gloo all-reduce" in out.out and out.err == ""
+
+
+def _lesson_code(stem: str) -> str:
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[3] / "lessons" / stem / f"{stem}.en.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_the_lessons_record_what_the_card_reads_through_its_names(machine):
+    """The card's inputs are one typed contract, ``results.REPORT_CARD``: lessons 02, 03 and 05 record through its
+    names and spell none of its keys themselves (a key renamed on one side only would leave the card without the
+    lesson's figure, silently), and what they record is what the card shows as its own rows."""
+    import ast
+    card = results.REPORT_CARD
+    lessons = {stem: _lesson_code(stem) for stem in ("02_gpu_architecture", "03_memory_hierarchy", "05_networking")}
+    assert "REPORT_CARD.matmul(" in lessons["02_gpu_architecture"]
+    assert "REPORT_CARD.bandwidth(" in lessons["03_memory_hierarchy"]
+    assert "REPORT_CARD.allreduce.record(" in lessons["05_networking"]
+    keys = {r.key for r in (card.copy, card.triad, card.allreduce)} | {card.matmul("").key}
+    for stem, code in lessons.items():
+        spelled = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                   and any(k in n.value for k in keys)]
+        assert not spelled, (stem, spelled)
+    for dtype in card.matmul_dtypes:
+        card.matmul(dtype).record(0.1, device="cpu", size=1024)
+    for kind in ("copy", "triad"):
+        card.bandwidth(kind).record(10.0, device="cpu")
+    card.allreduce.record(0.5, backend="gloo", world_size=4)
+    gathered = m06_report.gather("cpu", allreduce=False)
+    assert {i["source"] for i in gathered["items"]} == {"m02", "m03", "m05"} and gathered["recorded"] == []
+    assert set(results.load()) == card.read() - {card.allreduce_now.id}
