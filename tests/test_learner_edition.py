@@ -115,8 +115,10 @@ def test_the_edition_holds_the_learners_part_only(edition):
     readme = (edition / "README.md").read_text(encoding="utf-8")
     assert "learner edition" in readme and "수강생용" in readme and "docs/instructor.md" not in readme
     assert all(path.exists() for path in layout.exercises("exercises", edition))
-    assert sorted(p.parent.name for p in edition.glob("exercises/*/*.ipynb")) == [
+    assert sorted({p.parent.name for p in edition.glob("exercises/*/*.ipynb")}) == [
         m.id for m in layout.modules(REPO, "exercise")]
+    assert all(path.with_suffix(f".{lang}.ipynb").exists() for path in layout.exercises("exercises", edition)
+               for lang in ("ko", "en")), "an exercise without its Korean or English notebook"
 
 
 def test_no_solution_hidden_test_or_reference_text_is_in_the_edition(edition):
