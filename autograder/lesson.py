@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 from . import modules, plotting
 from .datafile import read_yaml
-from .i18n import Message, get_language, set_language, t
+from .i18n import Message, get_language, remember_language, set_language, t
 
 
 NOTEBOOK_ENV = "COURSE_NOTEBOOK"  # a runner that knows the notebook's path may name it here
@@ -92,16 +92,21 @@ def _command_line(pid: str) -> tuple[list[str], str | None]:
         return [], None
 
 
-def setup(lang: str | None = None) -> str:
+def setup(lang: str | None = None, remember: bool = False) -> str:
     """Prepare plots for Korean text and choose the language; returns the language.
 
     Order: ``lang`` argument, then ``COURSE_LANG``, then the notebook's language
-    (:func:`notebook_language`), else both.
+    (:func:`notebook_language`), else both. ``remember`` (the start page): the notebook's language, where it has
+    one, becomes the learner's remembered choice for the course's commands and kernels
+    (:func:`autograder.i18n.remember_language`), and a line says so.
     """
     plotting.setup()
-    chosen = lang or (None if os.environ.get("COURSE_LANG") else notebook_language())
+    page = notebook_language()
+    chosen = lang or (None if os.environ.get("COURSE_LANG") else page)
     if chosen:
         set_language(chosen)
+    if remember and page:
+        remember_language(page)
     _explain_unanswered()
     return get_language()
 

@@ -112,3 +112,21 @@ def test_a_point_above_the_measured_roof_is_named_impossible():
     finally:
         set_language(before)
     assert rows[0]["of the roof"].startswith("above the roof (impossible)") and rows[1]["of the roof"] == "50%"
+
+
+@pytest.mark.parametrize("page, kept", [("00_start_here.ko.ipynb", "ko"), ("00_start_here.ipynb", None)])
+def test_the_start_page_remembers_its_language(tmp_path, monkeypatch, capsys, page, kept):
+    """Run on the start page, setup(remember=True) makes the page's language the learner's choice (issue 29); the
+    bilingual source has none, and remembers nothing."""
+    from autograder import i18n, language
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    monkeypatch.delenv("COURSE_LANG", raising=False)
+    monkeypatch.setenv(lesson.NOTEBOOK_ENV, str(tmp_path / page))
+    monkeypatch.setattr(i18n, "_chosen", None)
+    language.remembered.cache_clear()
+    try:
+        lesson.setup(remember=True)
+        assert language.remembered() == kept
+        assert ("기억" in capsys.readouterr().out) == (kept == "ko")
+    finally:
+        language.remembered.cache_clear()
