@@ -66,11 +66,13 @@ def write_languages(source) -> list:
     from pathlib import Path
 
     import nbformat
+
+    from .layout import in_language
     source = Path(source)
     nb = nbformat.read(source, as_version=4)
     paths = []
     for lang in LANGUAGES:
-        path = source.with_name(f"{source.stem}.{lang}.ipynb")
+        path = in_language(source, lang)
         text = built(nb, lang, path.name)
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")

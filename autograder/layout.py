@@ -73,7 +73,13 @@ class Module:
 
 def lesson(module: str, lang: str, root: Path | str = ".") -> Path:
     """A lesson notebook: ``lessons/NN_topic/NN_topic.{ko,en}.ipynb`` (built from :func:`lesson_source`)."""
-    return Path(root) / "lessons" / module / f"{module}.{lang}.ipynb"
+    return in_language(lesson_source(module, root), lang)
+
+
+def in_language(path: Path, lang: str | None) -> Path:
+    """The file of notebook ``path`` (``X.ipynb``, both languages) in one language, ``X.<lang>.ipynb``; ``path``
+    itself where ``lang`` is None."""
+    return path.with_name(f"{path.stem}.{lang}.ipynb") if lang else path
 
 
 def lesson_source(module: str, root: Path | str = ".") -> Path:

@@ -7,14 +7,16 @@ notebook: a learner works in any of the three, and ``submit`` and ``collect`` ta
 (:func:`language_of`)."""
 from __future__ import annotations
 
-from .. import bilingual
+from pathlib import Path
+
+from .. import bilingual, layout
 
 LANGUAGES = bilingual.LANGUAGES
 
 
 def file_name(notebook: str, lang: str | None = None) -> str:
-    """``<notebook>.ipynb`` (both languages) or ``<notebook>.<lang>.ipynb``."""
-    return f"{notebook}.{lang}.ipynb" if lang else f"{notebook}.ipynb"
+    """``<notebook>.ipynb`` (both languages) or ``<notebook>.<lang>.ipynb`` (:func:`autograder.layout.in_language`)."""
+    return layout.in_language(Path(f"{notebook}.ipynb"), lang).name
 
 
 def file_names(notebook: str) -> list[str]:

@@ -12,7 +12,6 @@ from pathlib import Path
 from .. import layout
 from ..i18n import msg
 from .course import REPO
-from .languages import file_name
 
 # page -> the folder it sits in where learners read it (the edition's README is the edition's README.md)
 PAGES = {"README.md": "", "autograder/data/edition/README.md": ""} | {
@@ -29,8 +28,7 @@ def rows(lang: str, folder: str = "", root: Path = REPO) -> list[str]:
         lesson = m.lesson(lang)
         if lesson.parent.as_posix() == folder:
             continue
-        student = m.exercise("exercises")
-        student = student.with_name(file_name(student.stem, lang))  # the exercise in the page's language
+        student = layout.in_language(m.exercise("exercises"), lang)  # the exercise in the page's language
         exercise = (f"[{msg('modules.exercise_link').text(lang)}]({_link(student, folder)})"
                     if "exercise" in m.has else "–")
         out.append(f"| {m.number} | [{m.title(lang)}]({_link(lesson, folder)}) | {exercise} |")
