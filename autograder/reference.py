@@ -118,7 +118,7 @@ def _sweep(maker, name: str, sizes, deadline: float) -> tuple[list[dict], dict]:
     shape: a maximum over a few short, noisy ramp medians would be biased upwards.
     """
     cap = _largest_size(maker.itemsize, name)
-    threads = None if sizes else _pick_threads(maker(PROBE_SIZE), name)
+    threads = _pick_threads(maker(PROBE_SIZE), name) if name == "cpu" and not sizes else None  # an accelerator: no pick
     if sizes:
         results = [_time_size(maker, n, name, max(deadline - time.perf_counter(), 1e-3) / (len(sizes) - i), threads)
                    for i, n in enumerate(sizes)]
