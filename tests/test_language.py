@@ -120,13 +120,15 @@ def test_a_page_in_one_language_follows_the_choice_and_under_both_the_locale(rul
 
 # ---------------------------------------------------------------- the real commands, in a subprocess
 def run(tmp_path: Path, *args: str, env: dict | None = None, code: str | None = None) -> subprocess.CompletedProcess:
-    """``python -m autograder args`` (or the script ``code`` with them) with a home and config folder of its own, a
-    locale that names no language and no COURSE_* variable, then ``env``."""
+    """``python3 -m autograder args`` as a learner types it, with the Python outside .venv (the usage errors and the
+    set-up's lines come from there), or the script ``code`` with them in this Python; a home and config folder of its
+    own, a locale that names no language and no COURSE_* variable, then ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "LC_", "LANG"))}
     clean.update(HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "config"), LANG="C.UTF-8",
                  PYTHONPATH=str(REPO), COURSE_NO_PROGRESS="1")
     clean.update(env or {})
-    command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "autograder", *args]
+    outside = getattr(sys, "_base_executable", sys.executable)  # the interpreter this venv was made from
+    command = [sys.executable, "-c", code, *args] if code else [outside, "-m", "autograder", *args]
     return subprocess.run(command, cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=120)
 
 
