@@ -254,12 +254,16 @@ def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_se
     text = msg("measure.side_by_side", what=what, reference=_num(ref), unit=unit, lo_ratio=_num(lo), hi_ratio=_num(hi),
                reason=_reason(rule, lo=lo, hi=hi), found=_num(value), ratio=f"{ratio:.2f}",
                which=referee.which_round(len(rows)))
+    spread = None
     if not lo <= ratio <= hi:
         fast = (ratio > hi) == faster_above
         spread = load_explains(kind, answer, mine, theirs)
         text = text + (msg("measure.reference_busy", spread=spread) if spread is not None else
                        (too_fast or msg("measure.above")) if fast else (too_slow or msg("measure.below")))
-    return True, [Part(lo <= ratio <= hi, text, weight, measured=True)]
+    attempts = referee.observed(answer).get("attempts") or 1
+    if attempts > 1:
+        text = text + msg("measure.measured_again", attempts=attempts)
+    return True, [Part(lo <= ratio <= hi, text, weight, measured=True, busy=spread is not None)]
 
 
 def load_explains(kind: str, answer: Any, mine, theirs) -> float | None:

@@ -115,6 +115,9 @@ def test_a_measurement_task_states_the_band_and_rounds_its_check_uses(task_id):
     rounds = task(task_id).rounds
     which = referee.which_round(rounds)
     assert which.ko in text and which.en in text, f"{task_id}: say which of the {rounds} rounds counts: {which.en!r}"
+    from autograder.i18n import msg
+    again = msg("measure.again_rule", again=referee.AGAIN)  # referee.better: a miss the load explains
+    assert again.ko in text and again.en in text, f"{task_id}: say that the check measures again: {again.en!r}"
 
 
 # ---------------------------------------------------------------- what a task's text says about its check

@@ -220,9 +220,13 @@ def test_a_miss_within_the_references_own_spread_says_the_machine_was_busy_and_a
     assert load_explains("matmul", busy, lambda r: r["tflops"], lambda ref: ref["tflops"]) == pytest.approx(4.0)
     said = _side_by_side(busy)[1][0]
     assert not said.ok and "the machine was busy" in said.message.en and "Faster than the hardware" not in said.message.en
+    assert said.busy and "This case was measured" not in said.message.en  # measured again (referee.better), once: nothing to say
+    again = {**busy, "observed": {**busy["observed"], "attempts": 3}}
+    assert "This case was measured 3 times" in _side_by_side(again)[1][0].message.en
     slip = _rounds([200.0] * 3, slowed)
     assert load_explains("matmul", slip, lambda r: r["tflops"], lambda ref: ref["tflops"]) is None
     assert "Faster than the hardware can be" in _side_by_side(slip)[1][0].message.en
+    assert not _side_by_side(slip)[1][0].busy  # a mistake: measuring it again would change nothing
     steady = _rounds([2.5] * 3, [0.2] * 3)
     assert load_explains("matmul", steady, lambda r: r["tflops"], lambda ref: ref["tflops"]) is None
     assert "Faster than the hardware can be" in _side_by_side(steady)[1][0].message.en

@@ -341,7 +341,78 @@ def test_observed_rounds_stop_at_the_first_missing_one(run_dir):
             ask(op="finish", task="m00.count", case=0, round=1, answer=2)
         finally:
             ask.close()
-    assert server.observed()["count"]["m00.count|0"] == {"walls": [], "reference": [], "rounds": []}
+    assert server.observed()["count"]["m00.count|0"] == {"walls": [], "reference": [], "rounds": [], "attempts": 1}
+
+
+# ---------------------------------------------------------------- a miss the load explains is measured again
+def flaky_count(busy_calls: int):
+    """A learner function whose first ``busy_calls`` calls give -1 (which ``busy_score`` takes for a miss the load
+    explains), then the right count."""
+    calls = []
+
+    def fn(xs):
+        calls.append(1)
+        return -1 if len(calls) <= busy_calls else count_positive(xs)
+    fn.calls = calls
+    return fn
+
+
+def busy_score(case, found, want):
+    """m00.count's score, where a round of -1 is a miss the machine's load explains (``Part.busy``)."""
+    part = task("m00.count").score(case, found, want)
+    if -1 in referee.rounds(found):
+        return replace(part, ok=False, busy=True)
+    attempts = referee.observed(found).get("attempts") or 1
+    return replace(part, message=part.message + Message(f" ({attempts})", f" ({attempts})"))
+
+
+@pytest.mark.parametrize("busy_calls,attempts,passes", [(0, 1, True), (2, 2, True), (4, 3, True), (6, 3, False)])
+def test_a_miss_the_load_explains_is_measured_again_and_the_best_attempt_kept(busy_calls, attempts, passes):
+    t = replace(task("m00.count"), score=busy_score)
+    fn = flaky_count(busy_calls)
+    recs = core.collect(t, fn, core.cases_for(t, False, SEED), "m00.count")
+    assert len(fn.calls) == 2 * attempts  # two rounds an attempt; at most 1 + AGAIN attempts
+    assert recs[0]["answer"]["observed"]["attempts"] == attempts if attempts > 1 else True
+    assert core.fraction(core.score_records(t, recs)) == (1.0 if passes else 0.0)
+
+
+def test_a_miss_the_load_does_not_explain_is_measured_once():
+    t = replace(task("m00.count"), score=lambda case, found, want: replace(busy_score(case, found, want), busy=False))
+    fn = flaky_count(2)
+    core.collect(t, fn, core.cases_for(t, False, SEED), "m00.count")
+    assert len(fn.calls) == 2
+
+
+def test_the_grader_measures_again_and_scores_its_best_attempt(run_dir, monkeypatch):
+    t = replace(task("m00.count"), score=busy_score, id="m00.count")
+    monkeypatch.setattr("autograder.grading.referee.find_task", lambda task_id: t)
+    monkeypatch.setenv(referee.SOCKET_ENV, str(run_dir / "referee.sock"))
+    fn = flaky_count(2)
+    with serve(run_dir) as server:
+        recs = core.collect(t, fn, core.cases_for(t, False, SEED), "m00.count")
+    assert len(fn.calls) == 4 and recs[0]["answer"]["observed"] is None  # the grader's figures stay with it
+    seen = server.observed()["count"]["m00.count|0"]
+    assert seen["rounds"] == [2, 2] and seen["attempts"] == 2 and len(seen["walls"]) == 2
+    rescored = records._with_observed({"records": recs}, t, server.observed()["count"])["records"]
+    assert core.fraction(core.score_records(t, rescored)) == 1.0
+
+
+def test_a_kernel_cannot_make_the_grader_measure_again_beyond_its_judgement(run_dir):
+    with serve(run_dir) as server:
+        ask = Ask(run_dir / "referee.sock")
+        try:
+            assert ask(op="begin", task="m00.count") == {"ok": True}
+            assert ask(op="again", task="m00.count", case=0) == {"ok": False}  # nothing measured yet
+            for rnd in (0, 1):
+                ask(op="start", task="m00.count", case=0, round=rnd)
+                ask(op="finish", task="m00.count", case=0, round=rnd, answer=2)
+            assert ask(op="again", task="m00.count", case=0) == {"ok": True, "again": False}  # it passed
+            assert ask(op="again", task="m00.count", case="0") == {"ok": False}
+            ask(op="start", task="m00.count", case=0, round=0)
+            ask(op="finish", task="m00.count", case=0, round=0, answer=99)  # a worse round after the verdict
+        finally:
+            ask.close()
+    assert server.observed()["count"]["m00.count|0"]["rounds"] == [2, 2]  # the attempt judged is the one kept
 
 
 def test_the_server_takes_the_reference_with_the_round_answer(run_dir, monkeypatch):

@@ -49,6 +49,7 @@ class Part:
     mistake: str | None = None  # a failing part that recognised a known mistake: its name (one of Task.mistakes)
     label: Message | None = None  # a short name ("H100 → ridge"): a partial verdict lists the parts that are right
     keeps: float = 1.0  # a failing part: the most of the task's points the answer may keep (see :func:`fraction`)
+    busy: bool = False  # a miss the machine's load explains (``expectations.load_explains``): measured again
 
 
 CENTRAL = 1 / 3  # the most of a task's points an answer that breaks the task's rule keeps
@@ -153,16 +154,20 @@ def _collect_rounds(task: Task, learner: Any, cases: list, task_id: str) -> list
     records = []
     with judge.session(task_id):
         for i, case in enumerate(cases):
-            learner_rounds, error = [], None
-            for r in range(task.rounds):
-                judge.start(i, r)
-                answer, error = _attempt(task, learner, case)
-                judge.finish(i, r, case, answer)
-                if error:
+            while True:  # a case whose miss the load explains is measured again (``judge.again``)
+                learner_rounds, error = [], None
+                for r in range(task.rounds):
+                    judge.start(i, r)
+                    answer, error = _attempt(task, learner, case)
+                    judge.finish(i, r, case, answer)
+                    if error:
+                        break
+                    learner_rounds.append(answer)
+                answer = None if error else {"rounds": learner_rounds, "observed": judge.observed(i)}
+                if answer is None or not judge.again(i, case, answer):
                     break
-                learner_rounds.append(answer)
-            answer = None if error else {"rounds": learner_rounds, "observed": judge.observed(i)}
-            records.append({"case": case, "answer": answer, "error": error})
+            kept = judge.kept(i, answer)
+            records.append({"case": case, "answer": kept, "error": None if kept is not None else error})
     return records
 
 

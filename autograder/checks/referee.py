@@ -34,7 +34,7 @@ class LocalReferee:
     """The learner's own kernel: its clock and the reference run here."""
 
     def __init__(self, task):
-        self.task, self.seen = task, {}
+        self.task, self.seen, self.best, self.tries = task, {}, {}, {}
 
     @contextmanager
     def session(self, task_id: str):
@@ -51,6 +51,22 @@ class LocalReferee:
 
     def observed(self, case_index: int) -> dict | None:
         return self.seen.get(case_index, {"walls": [], "reference": []})
+
+    def again(self, case_index: int, case: Any, answer: dict) -> bool:
+        """Whether to measure the case again (:func:`better`); the attempt is kept if it is the best so far."""
+        self.tries[case_index] = self.tries.get(case_index, 0) + 1
+        self.best[case_index] = better(self.task, case, answer, self.best.get(case_index))
+        if self.best[case_index][1] and self.tries[case_index] <= AGAIN:
+            self.seen[case_index] = {"walls": [], "reference": []}
+            return True
+        return False
+
+    def kept(self, case_index: int, answer: dict | None) -> dict | None:
+        """The best attempt at the case (``answer`` if it was not judged), saying how many attempts were made."""
+        if case_index not in self.best:
+            return answer
+        best = self.best[case_index][2]
+        return {**best, "observed": {**best["observed"], "attempts": self.tries[case_index]}}
 
 
 class RemoteReferee:
@@ -84,6 +100,12 @@ class RemoteReferee:
 
     def observed(self, case_index: int) -> None:
         return None  # the grader fills this in from its own observations
+
+    def again(self, case_index: int, case: Any, answer: Any) -> bool:
+        return self._ask(op="again", case=case_index).get("again") is True  # the grader judges what it observed
+
+    def kept(self, case_index: int, answer: Any) -> Any:
+        return answer  # the grader keeps the best attempt
 
     def _ask(self, **request) -> dict:
         self.stream.write(json.dumps({"task": self.task_id, **request}) + "\n")
@@ -172,6 +194,7 @@ def take_reference(task, case: Any, answer: Any) -> Any:
 
 
 SPREAD = 1.5  # reference figures this far apart (fastest / slowest): the machine slowed the reference
+AGAIN = 2  # a case whose miss the load explains (a failing ``Part.busy``) is measured again at most this often
 RETAKES = 2  # a reference that fell by SPREAD since the last one taken for its case is taken again at most this often
 _LAST_REFERENCE: dict = {}  # key (JSON) -> the figures of the last reference taken for it in this process
 
@@ -190,6 +213,22 @@ def retaken(key: Any, take, figures, best) -> Any:
         result = best(result, take())
     _LAST_REFERENCE[key] = list(figures(result))
     return result
+
+
+def better(task, case: Any, answer: dict, best: tuple | None) -> tuple:
+    """The one rule of measuring again: ``(score, busy, answer)`` of this attempt at ``case`` (its share of the
+    points; ``busy``: a failing part is a miss the machine's load explains, so the case is measured again, at most
+    :data:`AGAIN` times) or ``best``, the best earlier attempt, where that scored more (load only ever hides a
+    measurement's worth, so the best attempt is the truest)."""
+    from .core import fraction
+    from .expected import want
+    try:
+        parts = task.score(case, answer, want(task.id, case))
+        parts = parts if isinstance(parts, list) else [parts]
+        judged = (fraction(parts), any(p.busy and not p.ok for p in parts), answer)
+    except Exception:  # no reference here, or an answer of an unexpected shape: scored once, as it is
+        judged = (0.0, False, answer)
+    return best if best is not None and best[0] >= judged[0] else judged
 
 
 # ---------------------------------------------------------------- scoring helpers (pure)

@@ -125,7 +125,8 @@ def _with_observed(payload: dict, task, observed: dict) -> dict:
         if isinstance(answer, dict) and task.measurement:
             seen = seen or {}
             answer = {"rounds": seen.get("rounds", []),
-                      "observed": {"walls": seen.get("walls", []), "reference": seen.get("reference", [])}}
+                      "observed": {"walls": seen.get("walls", []), "reference": seen.get("reference", []),
+                                   "attempts": seen.get("attempts", 1)}}
         elif isinstance(answer, dict):
             answer = {**answer, "observed": seen}
         out.append({**record, "answer": answer})

@@ -11,7 +11,10 @@ running cell, at most ``task.rounds`` rounds per case. (The device lock is held
 around the whole cell by ``SandboxedExecute``, before the kernel runs it.) While it
 takes a reference the kernel is frozen (:class:`~.watchdog.Frozen`): a reference
 during which a process of the kernel ran is taken again, and after ``TRIES`` such
-references the case is void (nothing observed: the task scores 0).
+references the case is void (nothing observed: the task scores 0). After a case's rounds the kernel asks whether to
+measure it again: the server scores the attempt from its own figures and says yes, at most ``AGAIN`` times, while the
+best attempt's miss is one the machine's load explains (:func:`~autograder.checks.referee.better`); the best attempt
+is the one scored.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from typing import Callable
 
 from ..checks import task as find_task
 from ..checks.core import cases_for
-from ..checks.referee import take_reference
+from ..checks.referee import AGAIN, better, take_reference
 from . import records
 from .seeds import device_rng
 from .watchdog import Frozen
@@ -41,7 +44,8 @@ class RefereeServer:
                  kernel: Callable[[], int | None] = lambda: None, device_key: str = ""):
         self.path, self.seed, self.cell, self.kernel = Path(path), seed, cell, kernel
         self.device_key = device_key
-        self.observations: dict[str, dict[str, dict]] = {}  # grade id -> "task|case" -> {walls, reference}
+        self.observations: dict[str, dict[str, dict]] = {}  # grade id -> "task|case" -> {walls, reference, rounds}
+        self.kept: dict[str, dict[str, tuple]] = {}  # grade id -> "task|case" -> (attempts, the best attempt judged)
 
     def __enter__(self) -> "RefereeServer":
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -98,6 +102,8 @@ class RefereeServer:
         if op in ("device", "call") and session["task"].simulated is not None:
             return self._device(session, op, request)
         case, rnd = request.get("case"), request.get("round")
+        if op == "again":
+            return self._again(session, case)
         if not (isinstance(case, int) and isinstance(rnd, int) and 0 <= case < len(session["cases"])
                 and 0 <= rnd < session["task"].rounds) or case in session["void"]:
             return {"ok": False}
@@ -118,6 +124,25 @@ class RefereeServer:
             seen["reference"][rnd] = reference
             return {"ok": True}
         return {"ok": False}
+
+    def _again(self, session: dict, case) -> dict:
+        """Judge the attempt just made at ``case`` from this server's figures: keep it if it is the best so far,
+        and say whether to measure the case again (then its next rounds start afresh)."""
+        key = f"{session['task_id']}|{case}"
+        tasks = self.observations.get(session["grade_id"], {})
+        if not isinstance(case, int) or case in session["void"] or key not in tasks or "device" in tasks[key]:
+            return {"ok": False}
+        attempt = _plain(tasks[key])
+        if not attempt["rounds"]:
+            return {"ok": True, "again": False}
+        kept = self.kept.setdefault(session["grade_id"], {})
+        attempts, best = kept.get(key, (0, None))
+        best = better(session["task"], session["cases"][case], attempt, best)
+        kept[key] = (attempts + 1, best)
+        if best[1] and attempts + 1 <= AGAIN:
+            tasks[key] = {"walls": {}, "reference": {}, "rounds": {}}
+            return {"ok": True, "again": True}
+        return {"ok": True, "again": False}
 
     def _reference(self, task, case, answer):
         """The reference, taken while no process of the kernel runs; ``VOID`` when one ran every time."""
@@ -145,6 +170,7 @@ class RefereeServer:
         for key in [k for k in self.observations.get(grade_id, {}) if k.startswith(task_id + "|")
                     and task.measurement]:
             del self.observations[grade_id][key]  # a check run again starts afresh (a device replaces its case's)
+            self.kept.get(grade_id, {}).pop(key, None)
         return {"ok": True}
 
     def _device(self, session: dict, op: str, request: dict) -> dict:
@@ -185,15 +211,31 @@ class RefereeServer:
 
     # ------------------------------------------------------------ for the rescoring
     def observed(self) -> dict:
-        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...]} in round order, or for a
-        simulated device what its ``_observed()`` says."""
-        return {grade_id: {key: v["device"]._observed() if "device" in v else
-                           {name: _ordered(v[name]) for name in ("walls", "reference", "rounds")}
-                           for key, v in tasks.items()}
-                for grade_id, tasks in self.observations.items()}
+        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...] in round order, "attempts"}
+        (of a case measured again, its best attempt), or for a simulated device what its ``_observed()`` says."""
+        out = {}
+        for grade_id, tasks in self.observations.items():
+            kept = self.kept.get(grade_id, {})
+            out[grade_id] = {key: v["device"]._observed() if "device" in v else
+                             _flat(*kept[key]) if key in kept else _flat(1, (0.0, False, _plain(v)))
+                             for key, v in tasks.items()}
+        return out
 
 
 VOID = object()  # a reference during which the kernel kept running
+
+
+def _plain(seen: dict) -> dict:
+    """One attempt's figures as the answer a task scores: ``{"rounds", "observed": {"walls", "reference"}}``."""
+    return {"rounds": _ordered(seen["rounds"]),
+            "observed": {"walls": _ordered(seen["walls"]), "reference": _ordered(seen["reference"])}}
+
+
+def _flat(attempts: int, judged: tuple) -> dict:
+    """An attempt (``better``'s ``(score, busy, answer)``) as :meth:`RefereeServer.observed` gives it."""
+    answer = judged[2]
+    return {"walls": answer["observed"]["walls"], "reference": answer["observed"]["reference"],
+            "rounds": answer["rounds"], "attempts": attempts}
 
 
 def _ordered(by_round: dict) -> list:

@@ -28,9 +28,12 @@ from . import logs, tables
 
 RING_TIMEOUT_S = 6.0  # seconds a gloo operation may wait in the ring task: only a deadlocked answer waits this long
 DEADLOCK_MEMORY_S = 60.0  # the ring's later cases within this long after a deadlock of the same function are skipped
-MEASURE_LIMIT_S = 3.0  # seconds a gloo operation may wait, and the learner's measurement may take, per round on the ranks
-HARD_LIMIT_S = 6.0  # a round on the ranks that runs longer is ended (SIGALRM), and the check with it
-START_S = 20.0  # the most the measurement's ranks may take to start (import torch, join the process group)
+# Limits of a round on the measurement's ranks. A busy machine stretches wall time, not a process's processor time:
+# what bounds the learner's work is counted in processor seconds, and wall time only backs it up, generously.
+MEASURE_LIMIT_S = 3.0  # seconds a gloo operation may wait; processor seconds a round's measurement may take on a rank
+HARD_LIMIT_S = 6.0  # processor seconds after which a rank's round (a loop that never ends) is ended (SIGPROF)
+WAIT_S = 60.0  # wall seconds the check waits for a round on the ranks (a loop that sleeps forever), however busy
+START_S = 60.0  # wall seconds the measurement's ranks may take to start (import torch, join the process group)
 IDLE_S = 60.0  # the most they wait, idle, for the next round
 LIFETIME_S = 300.0  # gloo's timeout for the measurement's ranks, and (+10 s) the most they may live
 FAKE_LIMIT_S = 5.0  # the most a measurement may take on the fake dist's clock
@@ -148,11 +151,11 @@ def _timed_out(text: str) -> bool:
     return "timed out" in lowered or "timeout" in lowered and ("send" in lowered or "recv" in lowered)
 
 
-def _ranks_failed(exc: Exception, limit_s: float) -> ranks.RanksError:
+def _ranks_failed(exc: Exception, limit_s: float, unit: str = "s") -> ranks.RanksError:
     """A short error for ranks that died or hung past ``limit_s`` (the rank runner's own message repeats the log
     in both languages): the last line of the log that names an error, if one does."""
     last = _log_error(exc)
-    return ranks.RanksError(f"the ranks did not all finish within {limit_s:g} s" + (f" ({last})." if last else "."))
+    return ranks.RanksError(f"the ranks did not all finish within {limit_s:g} {unit}" + (f" ({last})." if last else "."))
 
 
 def _log_error(exc: Exception) -> str:
@@ -775,7 +778,7 @@ def busbw_program(learner, sizes: list, timeout_s: float | None = None, slow_clo
             return real[name](*args, **kwargs)
         return call
 
-    began = time.perf_counter()
+    began, processor = time.perf_counter(), time.process_time()
     for name in real:
         setattr(dist, name, spy(name))
     originals = {name: getattr(time, name) for name in clocks}
@@ -792,7 +795,8 @@ def busbw_program(learner, sizes: list, timeout_s: float | None = None, slow_clo
             setattr(dist, name, fn)
     if not isinstance(values, (list, tuple)) or len(values) != len(sizes):
         return {"learner": repr(values)[:80], **counts}
-    return {"learner": [_number_or_repr(v) for v in values], "seconds": time.perf_counter() - began, **counts}
+    return {"learner": [_number_or_repr(v) for v in values], "seconds": time.perf_counter() - began,
+            "cpu_seconds": time.process_time() - processor, **counts}
 
 
 def _slowed(rate: float) -> dict:
@@ -834,8 +838,9 @@ def busbw_rounds(learner, sizes: list, folder: str, rounds: int) -> None:
     Before each round the ranks wait, idle, for the kernel's ``go_<round>`` file in ``folder`` (the referee
     measures meanwhile), run :func:`busbw_program` (``learner`` None: the course's measurement, the referee's
     reference) and write ``round_<round>_<rank>.json``. A ``stop`` file,
-    a failed round or :data:`IDLE_S` without a signal ends the program. Where the OS has ``SIGALRM``, a round
-    that outlives :data:`HARD_LIMIT_S` (a loop that never ends) ends the rank's process.
+    a failed round or :data:`IDLE_S` without a signal ends the program. Where the OS has ``setitimer``, a round
+    that spends :data:`HARD_LIMIT_S` of processor time (a loop that never ends) ends the rank's process: load
+    stretches an honest round's wall time, never its processor time.
     """
     import os
     import signal
@@ -843,21 +848,21 @@ def busbw_rounds(learner, sizes: list, folder: str, rounds: int) -> None:
     import torch.distributed as dist
 
     rank = dist.get_rank()
-    alarm = getattr(signal, "alarm", None)
+    timer = getattr(signal, "setitimer", None)  # ITIMER_PROF: this process's processor time, every thread
     for r in range(rounds):
         deadline = time.monotonic() + IDLE_S
         while not os.path.exists(os.path.join(folder, f"go_{r}")):
             if os.path.exists(os.path.join(folder, "stop")) or time.monotonic() > deadline:
                 return
             time.sleep(0.01)
-        if alarm:
-            alarm(int(HARD_LIMIT_S))
+        if timer:
+            timer(signal.ITIMER_PROF, HARD_LIMIT_S)
         if learner is None:
             record = {"learner": [row["busbw_gbs"] for row in ranks.measure_allreduce(dist, sizes, MEASURE_BUDGET_S)]}
         else:
             record = busbw_program(learner, sizes, MEASURE_LIMIT_S, SLOW_CLOCK)
-        if alarm:
-            alarm(0)
+        if timer:
+            timer(signal.ITIMER_PROF, 0)
         _write_json(os.path.join(folder, f"round_{r}_{rank}.json"), record)
         if not isinstance(record["learner"], list):
             return  # the process group may be stuck: the check repeats this round's record
@@ -881,7 +886,7 @@ class _RankRounds:
         import threading
 
         self.folder, self.world, self.rounds = tempfile.mkdtemp(prefix="course_busbw_"), case["world_size"], rounds
-        self.done, self.error, self.failed, self.began = 0, None, None, time.monotonic()
+        self.done, self.error, self.failed, self.last = 0, None, None, time.monotonic()
         self.thread = threading.Thread(target=self._run, args=(learner, case["sizes"]), daemon=True)
         self.thread.start()
 
@@ -896,8 +901,9 @@ class _RankRounds:
         return self.done >= self.rounds
 
     def usable(self) -> bool:
-        """Still the ranks of this check: rounds left, started lately, and alive or failed (then replayed)."""
-        return (not self.finished() and time.monotonic() - self.began < IDLE_S / 2
+        """Still the ranks of this check: rounds left, the last one (or the start) lately, and alive or failed (then
+        replayed)."""
+        return (not self.finished() and time.monotonic() - self.last < IDLE_S / 2
                 and (self.failed is not None or self.thread.is_alive()))
 
     def measure(self) -> list[dict]:
@@ -910,7 +916,7 @@ class _RankRounds:
             return self.failed
         open(os.path.join(self.folder, f"go_{r}"), "w").close()
         paths = [os.path.join(self.folder, f"round_{r}_{k}.json") for k in range(self.world)]
-        deadline = time.monotonic() + HARD_LIMIT_S + 2.0 + (START_S if r == 0 else 0.0)
+        deadline = time.monotonic() + WAIT_S + (START_S if r == 0 else 0.0)
         while not all(os.path.exists(path) for path in paths):
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 self.close()
@@ -918,9 +924,10 @@ class _RankRounds:
                     self.failed = [{"learner": _log_error(self.error), "mismatch": True}]
                     return self.failed  # gloo ended the ranks: their calls did not match
                 if self.error is not None:
-                    raise _ranks_failed(self.error, HARD_LIMIT_S) from None
-                raise TimeoutError(f"the measurement took longer than {HARD_LIMIT_S:g} s.")
+                    raise _ranks_failed(self.error, HARD_LIMIT_S, "s of processor time") from None
+                raise TimeoutError(f"the measurement took longer than {WAIT_S:g} s.")
             time.sleep(0.005)
+        self.last = time.monotonic()
         records = []
         for path in paths:
             with open(path, encoding="utf-8") as found:
@@ -969,8 +976,9 @@ def _measure_answer(learner, case) -> dict:
         answer["learner"] = failed
     if len(set(calls)) > 1:  # the ranks did not make the same calls: one waited for a partner that never came
         answer["calls"] = calls
-    elif failed is None and answer.get("seconds", 0) > MEASURE_LIMIT_S:
-        raise TimeoutError(f"the measurement took {answer['seconds']:.1f} s on rank 0 "
+    elif failed is None and max(r.get("cpu_seconds", 0) for r in records) > MEASURE_LIMIT_S:
+        spent = max(r.get("cpu_seconds", 0) for r in records)
+        raise TimeoutError(f"the measurement took {spent:.1f} s of processor time on a rank "
                            f"(limit {MEASURE_LIMIT_S:g} s for all sizes).")
     answer["course_calls"] = sum(r.get("course_calls", 0) for r in records)
     return answer
