@@ -173,15 +173,49 @@ def test_collect_takes_a_language_file_as_the_notebook(template, tmp_path, names
             archive.writestr(f"{ASSIGNMENT}/{name}", data)
     done = collect.from_folder(course, ASSIGNMENT, inbox, add_unknown=True)
     assert [c.problem for c in done] == [None, None], done
+    said = ((languages.file_name(NOTEBOOK, taken), taken),)
+    assert [c.took for c in done] == [said, said]
     exchange = tmp_path / "exchange-copy"
     exchange.mkdir()
     for name, data in files.items():
         (exchange / name).write_bytes(data)
-    collect._one_file_each(exchange, [NOTEBOOK])
+    assert collect._one_file_each(exchange, [NOTEBOOK]) == said
     for folder in (course.folder("submitted", "kim", ASSIGNMENT), course.folder("submitted", "lee", ASSIGNMENT),
                    exchange):
         assert sorted(p.name for p in folder.glob("*.ipynb")) == [f"{NOTEBOOK}.ipynb"], folder
         assert languages.language_of(nbformat.read(str(folder / f"{NOTEBOOK}.ipynb"), as_version=4)) == taken
+
+
+@pytest.mark.parametrize("lang, kinds", [
+    ("en", ("the Korean file", "the English file", "the bilingual release")),
+    ("ko", ("한국어판", "영어판", "두 언어 배포본")),
+])
+def test_collect_says_which_file_it_took_in_the_instructors_language(template, tmp_path, monkeypatch, capsys,
+                                                                      lang, kinds):
+    """A folder with the Korean file, a zip of what `submit` sends (the English file under the notebook's name), the
+    bilingual release alone, and a file that cannot be read (no language claimed for it: the grader says why)."""
+    course = small_course(template, tmp_path / "course")
+    inbox = tmp_path / "inbox"
+    (inbox / "kim").mkdir(parents=True)
+    nbformat.write(answered(course, "ko"), str(inbox / "kim" / languages.file_name(NOTEBOOK, "ko")))
+    with zipfile.ZipFile(inbox / f"lee__{ASSIGNMENT}.zip", "w") as archive:
+        archive.writestr(f"{NOTEBOOK}.ipynb", nbformat.writes(answered(course, "en")))
+    shutil.copy(course.folder("release", ASSIGNMENT, f"{NOTEBOOK}.ipynb"), inbox / "park.ipynb")
+    (inbox / "choi.ipynb").write_text("not a notebook")
+    monkeypatch.setattr(i18n, "_chosen", None)
+    monkeypatch.setenv("COURSE_LANG", lang)
+    main(["instructor", "collect", ASSIGNMENT, str(inbox), "--add-unknown", "--root", str(course.root)])
+    lines = capsys.readouterr().out.splitlines()
+    took = {}
+    for line in lines:
+        if line[:1] in "✅❌":
+            student = line.split()[1]
+        elif line.strip().startswith("📓"):
+            took[student] = line.strip()
+    ko, en, both = kinds
+    took_word = "Took" if lang == "en" else "받은 파일:"
+    assert took == {"kim": f"📓 {took_word} {NOTEBOOK}.ko.ipynb ({ko})", "lee": f"📓 {took_word} {NOTEBOOK}.ipynb ({en})",
+                    "park": f"📓 {took_word} {NOTEBOOK}.ipynb ({both})"}, lines
 
 
 @pytest.mark.parametrize("path", sorted(REPO.glob("exercises/*/*_exercise.*.ipynb")), ids=lambda p: p.name)

@@ -275,6 +275,9 @@ def _collect(args):
         print(f"{mark} {shown(item.student):<20} {shown(item.source)}  {why}".rstrip())
         if item.added:
             print(f"   ➕ {msg('grading.collect_added', student=shown(item.student)).text()}")
+        for name, kind in item.took:  # which file it took: none named where it cannot be read (the grader says why)
+            if kind:
+                print(f"   📓 {msg('grading.collect_took', file=shown(name), kind=msg(f'grading.file_{kind}')).text()}")
         if item.note is not None:
             print(f"   ⚠️ {Message(shown(item.note.ko), shown(item.note.en)).text()}")
     print(summary(done).text())

@@ -57,6 +57,7 @@ class Collected:
     ignored: bool = False  # for another assignment: neither received nor refused
     note: Message | None = None  # the submission's own time disagrees with the received time
     added: bool = False  # put on the roster by this collect (add_unknown)
+    took: tuple[tuple[str, str | None], ...] = ()  # each notebook's file taken and which it is (languages.kind_of)
 
 
 class Refused(ValueError):
@@ -115,29 +116,36 @@ def from_exchange(course: Course, assignment: str, add_unknown: bool = False) ->
             continue
         if not _is_folder(folder):
             continue
-        _one_file_each(folder, course.notebooks(assignment))
+        took = _one_file_each(folder, course.notebooks(assignment))
         disagrees = made - claimed > _seconds(TOLERANCE_S) or claimed - made > _seconds(TOLERANCE_S)
         at = made if disagrees else claimed
         write_new(folder / TIMESTAMP, at.isoformat().encode("utf-8"))
         note = _remember(course, assignment, student, name, at, claimed, disagrees, "exchange")
-        done.append(Collected(student, name, note=note, added=student in unknown))
+        done.append(Collected(student, name, note=note, added=student in unknown, took=took))
     add_students(course, [c.student for c in done if c.added])
     return done
 
 
-def _one_file_each(folder: Path, notebooks: list[str]) -> None:
+def _one_file_each(folder: Path, notebooks: list[str]) -> tuple[tuple[str, str | None], ...]:
     """What nbgrader's collect copied (the learner's whole exercise folder) with one file per notebook: the one
-    the learner worked in (``languages.worked_in``) under the notebook's name, its other language files removed."""
+    the learner worked in (``languages.worked_in``) under the notebook's name, its other language files removed.
+    Returns each file taken and which it is (``languages.kind_of``)."""
+    took = []
     for notebook in notebooks:
         found = {}
         for name in languages.file_names(notebook):
             with contextlib.suppress(OSError, ValueError):
                 found[name] = (read_regular(folder, name), (folder / name).lstat().st_mtime)
+        if not found:
+            continue
+        chosen = languages.worked_in(found)
+        data = found[chosen][0]
+        took.append((chosen, languages.kind_of(chosen, data)))
         if set(found) - {languages.file_name(notebook)}:
-            data = found[languages.worked_in(found)][0]
             for name in found:
                 (folder / name).unlink()
             write_new(folder / languages.file_name(notebook), data)
+    return tuple(took)
 
 
 @contextlib.contextmanager
@@ -258,7 +266,7 @@ def from_folder(course: Course, assignment: str, folder: Path, received_at: date
                 done.append(_refused(course, assignment, student, entry.name,
                                      msg("grading.not_on_roster", student=student, name=entry.name), off_roster=True))
                 continue
-            files, stated = _read(folder, entry.name, assignment, notebooks, student)
+            files, took, stated = _read(folder, entry.name, assignment, notebooks, student)
             claimed = _stated_time(stated)
             newcomer = student not in roster
             if newcomer:
@@ -267,7 +275,7 @@ def from_folder(course: Course, assignment: str, folder: Path, received_at: date
             replaced = _store(course, assignment, student, files, at.isoformat())
             note = _remember(course, assignment, student, entry.name, at, claimed, _disagrees(claimed, at, due),
                              "folder")
-            done.append(Collected(student, entry.name, replaced=replaced, note=note, added=newcomer))
+            done.append(Collected(student, entry.name, replaced=replaced, note=note, added=newcomer, took=took))
         except (Refused, UnsafeFile) as exc:
             done.append(_refused(course, assignment, student, entry.name, exc.reason))
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
@@ -323,8 +331,10 @@ def _stated_time(stamp: str | None) -> datetime | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
 
 
-def _read(folder: Path, name: str, assignment: str, notebooks: list[str], student: str) -> tuple[dict[str, bytes], str | None]:
-    """({notebook file name: content}, the time its manifest states, if any) of one entry of the folder."""
+def _read(folder: Path, name: str, assignment: str, notebooks: list[str],
+          student: str) -> tuple[dict[str, bytes], tuple[tuple[str, str | None], ...], str | None]:
+    """({notebook file name: content}, each file taken and which it is (:func:`_pick`), the time its manifest
+    states, if any) of one entry of the folder."""
     info = (folder / name).lstat()
     stamp = None  # the file's modification time on this disk says nothing about when it was submitted
     if stat.S_ISLNK(info.st_mode):
@@ -336,14 +346,14 @@ def _read(folder: Path, name: str, assignment: str, notebooks: list[str], studen
             if path.name.endswith(".ipynb") and not path.name.startswith("."):
                 found[path.name] = lambda n=path.name: read_regular(folder, f"{base}/{n}")
                 times[path.name] = path.lstat().st_mtime
-        return _pick(found, notebooks, name, times), stamp
+        return *_pick(found, notebooks, name, times), stamp
     if name.endswith(".ipynb"):
         notebook = name[:-len(".ipynb")].partition("__")[2] or notebooks[0]
-        return _pick({f"{notebook}.ipynb": lambda: read_regular(folder, name)}, notebooks, name), stamp
+        return *_pick({f"{notebook}.ipynb": lambda: read_regular(folder, name)}, notebooks, name), stamp
     if name.endswith(".zip"):
         files, manifest = _unzip(read_regular(folder, name, MAX_ZIP_BYTES), name)
         _check_manifest(manifest, name, student, assignment)
-        return _pick(files, notebooks, name), manifest.get("timestamp")
+        return *_pick(files, notebooks, name), manifest.get("timestamp")
     if not stat.S_ISREG(info.st_mode):
         raise UnsafeFile(msg("grading.unsafe_file", name=name, kind="special file"))
     raise Refused(msg("grading.unknown_entry", name=name))
@@ -356,25 +366,30 @@ def _is_folder(path: Path) -> bool:
         return False
 
 
-def _pick(found: dict, notebooks: list[str], name: str, times: dict[str, float] | None = None) -> dict[str, bytes]:
+def _pick(found: dict, notebooks: list[str], name: str,
+          times: dict[str, float] | None = None) -> tuple[dict[str, bytes], tuple[tuple[str, str | None], ...]]:
     """The assignment's notebooks among ``found`` (name -> bytes, or a function reading them); a single
     notebook with another name is the assignment's only notebook. A notebook's language files
     (``<notebook>.ko.ipynb``, ``<notebook>.en.ipynb``) are that notebook: of several, the one the learner worked in
-    (``languages.worked_in``; ``times``: when each was changed, where known). Nothing else is read.
+    (``languages.worked_in``; ``times``: when each was changed, where known). Nothing else is read. Returns them
+    with each file taken and which it is (``languages.kind_of``).
     :class:`Refused` when none is there, saying what is (several notebooks of other names, notebooks deeper in
     folders)."""
     wanted = [f"{n}.ipynb" for n in notebooks]
     top = [n for n in found if "/" not in n and n.endswith(".ipynb")]
+    named = {}  # the file's own name, where it is taken as the notebook of another
     if len(wanted) == 1 and len(top) == 1 and top[0] not in wanted:
-        found = {wanted[0]: found[top[0]]}
-    picked = {}
+        found, named = {wanted[0]: found[top[0]]}, {wanted[0]: top[0]}
+    picked, took = {}, []
     for notebook in notebooks:
         files = {f: (found[f]() if callable(found[f]) else found[f]) for f in languages.file_names(notebook) if f in found}
         if files:
             chosen = languages.worked_in({f: (data, (times or {}).get(f)) for f, data in files.items()})
             picked[languages.file_name(notebook)] = files[chosen]
+            own = named.get(chosen, chosen)
+            took.append((own, languages.kind_of(own, files[chosen])))
     if picked:
-        return picked
+        return picked, tuple(took)
     others = sorted(n for n in found if n.endswith(".ipynb"))
     if not others:
         raise Refused(msg("grading.collect_no_notebook", name=name))

@@ -7,6 +7,7 @@ notebook: a learner works in any of the three, and ``submit`` and ``collect`` ta
 (:func:`language_of`)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .. import bilingual, layout
@@ -37,6 +38,19 @@ def language_of(nb) -> str | None:
     """``ko``/``en``: the language a notebook was built for (its metadata ``language``), else None (both)."""
     lang = nb.get("metadata", {}).get("language")
     return lang if lang in LANGUAGES else None
+
+
+def kind_of(name: str, data: bytes) -> str | None:
+    """Which file a learner's notebook ``name`` is: ``ko``/``en`` (as its name says, else its metadata: ``submit``
+    sends a language file under the notebook's name) or ``both`` (the bilingual release); None: unreadable."""
+    stated = next((lang for lang in LANGUAGES if name.endswith(f".{lang}.ipynb")), None)
+    if stated:
+        return stated
+    try:
+        nb = json.loads(data)
+        return language_of(nb) if "language" in nb.get("metadata", {}) else "both"
+    except (ValueError, AttributeError):
+        return None
 
 
 def for_learner(nb, lang: str):
