@@ -362,3 +362,49 @@ def test_an_untouched_notebook_closes_without_asking_to_save(browser, labs, shot
     lab.shot("closed")
     assert not lab.page.locator(".jp-Dialog").count(), lab.page.locator(".jp-Dialog").inner_text()
     assert not lab.errors, "\n".join(lab.errors)
+
+
+def _rendered_markdown(lab: Lab) -> list[str]:
+    """Every Markdown cell of the current notebook as JupyterLab renders it (cells not drawn yet are rendered here
+    with its own renderer), a table row to a line, without code and without the links to this page in the other
+    language (named in it)."""
+    return lab.page.evaluate("""async () => {
+        const panel = window.jupyterapp.shell.currentWidget, rm = panel.content.rendermime, texts = [];
+        const other = panel.context.path.split('/').pop().replace(/\\.(ko|en)\\.ipynb$/, (m, l) => l === 'ko' ? '.en.ipynb' : '.ko.ipynb');
+        for (const cell of panel.content.model.toJSON().cells.filter(c => c.cell_type === 'markdown')) {
+            const renderer = rm.createRenderer('text/markdown');
+            const source = Array.isArray(cell.source) ? cell.source.join('') : cell.source;
+            await renderer.renderModel(rm.createModel({data: {'text/markdown': source}}));
+            renderer.node.querySelectorAll('code, pre').forEach(e => e.remove());
+            renderer.node.querySelectorAll('a').forEach(a => { if (decodeURIComponent(a.getAttribute('href') || '').includes(other)) a.remove(); });
+            renderer.node.querySelectorAll('tr').forEach(tr => { tr.textContent = [...tr.children].map(c => c.textContent.trim()).join(' | '); });
+            texts.push(renderer.node.innerText || renderer.node.textContent);
+        }
+        return texts; }""")
+
+
+def _off_language(text: str, lang: str) -> list[str]:
+    """Lines of ``text`` in the other language: in Korean, an English sentence without Hangul (test_language's
+    rule); in English, any Hangul."""
+    from test_language import HANGUL, english_lines
+    if lang == "ko":
+        return [line for line in english_lines(text) if not HANGUL.search(line)]
+    return [line for line in text.splitlines() if HANGUL.search(line)]
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_one_language_on_screen(browser, labs, shots, lang):
+    """The start page (its text and what its cells print once run) and a lesson's text are in the server's
+    language only."""
+    lab = Lab(browser, labs[lang], shots, f"one-language-{lang}")
+    problems = []
+    for path, run in ((layout.start().lesson(lang).as_posix(), True), (layout.lessons(lang)[1].as_posix(), False)):
+        lab.open(path)
+        texts = _rendered_markdown(lab)
+        if run:
+            lab.run_all()
+            texts += [_text(o) + "".join(o.get("data", {}).get("text/markdown", ""))
+                      for c in lab.cells() if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        problems += [f"{path}: {line.strip()[:160]}" for text in texts for line in _off_language(text, lang)]
+    lab.shot("start-page-run")
+    assert not problems, "\n".join(problems)
