@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import re
 
+from .lesson_save import with_kernel
+
 LANGUAGES = ("ko", "en")
 SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)  # the line between a cell's Korean and its English
 ANCHOR = re.compile(r'<a id="([A-Za-z0-9_-]+)"')  # a place a link may point at; a section's, sec-…, also names its cell
@@ -29,7 +31,8 @@ def halves(text: str) -> dict[str, str]:
 def for_language(nb, lang: str, name: str = ""):
     """A copy of notebook ``nb`` (nbformat) in ``lang``: each Markdown cell its half, its links to places made links
     to their cells (:func:`_to_cells`; ``name``: the file the copy is written to), the notebook's
-    ``metadata.language`` set (the course's messages in its kernel follow it)."""
+    ``metadata.language`` set (the course's messages in its kernel follow it) and its kernel named as the course
+    names it (:func:`autograder.lesson_save.with_kernel`)."""
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}: one of {', '.join(LANGUAGES)} / 알 수 없는 언어 {lang!r}")
     out = copy.deepcopy(nb)
@@ -38,6 +41,7 @@ def for_language(nb, lang: str, name: str = ""):
         if cell.cell_type == "markdown":
             cell.source = _to_cells(halves(cell.source)[lang], cells, name)
     out.metadata["language"] = lang
+    with_kernel(out.metadata)
     return out
 
 
@@ -62,7 +66,8 @@ def built(nb, lang: str, name: str = "") -> str:
 
 def write_languages(source) -> list:
     """Write ``<stem>.ko.ipynb`` and ``<stem>.en.ipynb`` beside the one source ``source`` (each only where it
-    changed); their paths."""
+    changed; the source too where it names its kernel otherwise, :func:`autograder.lesson_save.with_kernel`);
+    their paths."""
     from pathlib import Path
 
     import nbformat
@@ -70,6 +75,9 @@ def write_languages(source) -> list:
     from .layout import in_language
     source = Path(source)
     nb = nbformat.read(source, as_version=4)
+    if nb.metadata != with_kernel(copy.deepcopy(nb.metadata)):
+        with_kernel(nb.metadata)
+        source.write_text(nbformat.writes(nb) + "\n", encoding="utf-8")
     paths = []
     for lang in LANGUAGES:
         path = in_language(source, lang)

@@ -252,17 +252,23 @@ def start(args: list[str]) -> int:
         "`--lang ko` 또는 `--lang en`으로 고르면 다음에도 그 언어로 엽니다)",
         f"Start page: {page} (other language: {other}; switch with the links at its top, or choose with "
         "`--lang ko` or `--lang en`, which is remembered)")
-    # The interface in the start page's language, without the news popup (autograder/data/jupyter/lab/<lang>);
-    # the addresses JupyterLab prints open the start page (LabApp.default_url).
-    cmd = [str(BIN / "jupyter"), "lab", f"--ServerApp.root_dir={ROOT}",
-           f"--LabApp.app_settings_dir={JUPYTER_CONFIG / 'lab' / lang}", f"--LabApp.default_url=/lab/tree/{page.as_posix()}",
-           str(ROOT / page), *language.split(args)[1]]
-    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in args:
-        cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
-    env = venv_env()
-    # The course's Jupyter settings (autograder/data/jupyter): lessons are saved without outputs (lesson_save.py).
-    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (str(JUPYTER_CONFIG), env.get("JUPYTER_CONFIG_PATH")) if p)
+    cmd, env = lab_command(lang, language.split(args)[1], venv_env())
     return subprocess.call(cmd, cwd=ROOT, env=env)
+
+
+def lab_command(lang: str, options: list[str], env: dict[str, str], root: Path = ROOT,
+                jupyter: Path = BIN / "jupyter") -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of the course's JupyterLab over the course at ``root``: the interface in
+    ``lang``, without the news popup (``autograder/data/jupyter/lab/<lang>``), the addresses it prints opening the
+    start page in ``lang`` (LabApp.default_url), the course's Jupyter settings (``autograder/data/jupyter``: lessons
+    are saved without outputs, lesson_save.py); ``options`` are JupyterLab's, ``env`` the environment it extends."""
+    page, config = layout.start(root).lesson(lang), root / JUPYTER_CONFIG.relative_to(ROOT)
+    cmd = [str(jupyter), "lab", f"--ServerApp.root_dir={root}", f"--LabApp.app_settings_dir={config / 'lab' / lang}",
+           f"--LabApp.default_url=/lab/tree/{page.as_posix()}", str(root / page), *options]
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in options:
+        cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
+    env = dict(env, JUPYTER_CONFIG_PATH=os.pathsep.join(p for p in (str(config), env.get("JUPYTER_CONFIG_PATH")) if p))
+    return cmd, env
 
 
 def keep_language(lang: str | None) -> None:

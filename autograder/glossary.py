@@ -34,13 +34,14 @@ def korean_order(term: Term) -> tuple:
 
 
 def markdown(lang: str = "both") -> str:
-    """The glossary as a markdown table in ``ko`` (sorted by the Korean term), ``en`` or ``both`` languages."""
-    head = {"ko": "| 한국어 | English | 설명 |", "en": "| English | Korean | Definition |",
+    """The glossary as a markdown table in ``ko`` (sorted by the Korean term, with each English term), ``en`` (no
+    Hangul: one language on screen) or ``both`` languages."""
+    head = {"ko": "| 한국어 | English | 설명 |", "en": "| English | Definition |",
             "both": "| 한국어 | English | 설명 | Definition |"}[lang]
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for t in sorted(terms(), key=korean_order) if lang == "ko" else terms():
         cells = {"ko": [t.term_ko, t.term_en, t.definition.ko],
-                 "en": [t.term_en, t.term_ko, t.definition.en],
+                 "en": [t.term_en, t.definition.en],
                  "both": [t.term_ko, t.term_en, t.definition.ko, t.definition.en]}[lang]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import layout
+from autograder import bootstrap, layout
 from autograder.grading.course import REPO
 from fixtures.browser import browser  # noqa: F401 (a fixture)
 from fixtures.servers import free_port, fresh_copy, request, stop, wait_for
@@ -48,7 +48,8 @@ def shots(request):
 
 @pytest.fixture(scope="module")
 def labs():
-    """One JupyterLab per interface language, each in a fresh clone, started as `autograder start` starts it."""
+    """One JupyterLab per interface language, each in a fresh clone, started as `autograder start` starts it
+    (bootstrap.lab_command)."""
     tmp = Path(tempfile.mkdtemp(prefix="aihw-lab-"))
     servers, procs = {}, []
     try:
@@ -57,15 +58,14 @@ def labs():
             port, token = free_port(), secrets.token_hex(16)
             log = tmp / f"lab-{lang}.log"
             env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_"))}
-            env.update(JUPYTER_CONFIG_PATH=str(root / "autograder/data/jupyter"), COURSE_NO_PROGRESS="1",
-                       MPLBACKEND="module://matplotlib_inline.backend_inline")
+            env.update(COURSE_NO_PROGRESS="1", MPLBACKEND="module://matplotlib_inline.backend_inline")
+            cmd, env = bootstrap.lab_command(
+                lang, ["--no-browser", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
+                       f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True"],
+                env, root=root, jupyter=Path(sys.executable).parent / "jupyter")
             with open(log, "wb") as out:
-                proc = subprocess.Popen(
-                    [str(Path(sys.executable).parent / "jupyter"), "lab", "--no-browser", "--ip=127.0.0.1",
-                     f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-                     f"--ServerApp.root_dir={root}", f"--LabApp.app_settings_dir={root / 'autograder/data/jupyter/lab' / lang}",
-                     "--LabApp.expose_app_in_browser=True", *(["--allow-root"] if os.geteuid() == 0 else [])],
-                    cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
             procs.append(proc)
             wait_for(f"http://127.0.0.1:{port}/api/status", token, proc, log)
             servers[lang] = {"url": f"http://127.0.0.1:{port}", "token": token, "root": root, "log": log}
@@ -86,7 +86,11 @@ class Lab:
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
 
     def open(self, path: str) -> None:
-        self.page.goto(f"{self.server['url']}/lab/tree/{path}?reset&token={self.server['token']}")  # a fresh workspace
+        self.visit(f"{self.server['url']}/lab/tree/{path}?reset&token={self.server['token']}")  # a fresh workspace
+
+    def visit(self, url: str) -> None:
+        """Until the document ``url`` opens is ready and its kernel (if any) idle."""
+        self.page.goto(url)
         self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=60_000)
         self.page.wait_for_function(
             "() => { const w = window.jupyterapp.shell.currentWidget; return w && w.context && w.context.isReady"
@@ -317,3 +321,90 @@ def test_a_section_link_scrolls_to_its_section(browser, labs, shots):
         return r.bottom > v.top && r.top < v.bottom; }""", timeout=30_000)
     lab.shot("scrolled-to-references")
     assert not lab.errors, "\n".join(lab.errors)
+
+
+def _printed_url(server: dict) -> str:
+    """The first address JupyterLab printed (its log), as a learner copies it: its token is the one JupyterLab
+    made up; this server's was given on its command line, which JupyterLab prints as ``...``."""
+    log = server["log"].read_text(errors="replace")
+    found = re.search(r"(http://127\.0\.0\.1:\d+/\S*\?token=)\.\.\.", log)
+    assert found, f"JupyterLab printed no address:\n{log[-2000:]}"
+    return found[1] + server["token"]
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_printed_address_opens_the_start_page_in_the_servers_language(browser, labs, shots, lang):
+    """The address `autograder start` prints (the labs fixture starts JupyterLab with its command line,
+    bootstrap.lab_command) opens the start page in that server's language as the current document."""
+    lab = Lab(browser, labs[lang], shots, f"printed-{lang}")
+    url = _printed_url(labs[lang])
+    lab.visit(url)
+    lab.shot("printed-address")
+    path = lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
+    assert path == layout.start().lesson(lang).as_posix(), f"{url} opened {path!r}"
+    assert not lab.errors, "\n".join(lab.errors)
+
+
+@pytest.mark.parametrize("path", [LESSONS["en"], EXERCISE.replace(".ipynb", ".ko.ipynb"), EXERCISE])
+def test_an_untouched_notebook_closes_without_asking_to_save(browser, labs, shots, path):
+    """The kernel's details JupyterLab writes into a notebook when its kernel starts are those the built notebook
+    has (lesson_save.with_kernel; its Python's version added on opening, autograder.contents): nothing changed."""
+    lab = Lab(browser, labs["ko"], shots, "untouched")
+    lab.open(path)
+    dirty = lab.page.evaluate("""async () => { const w = window.jupyterapp.shell.currentWidget;
+        const kernel = w.sessionContext.session.kernel;
+        await kernel.info; await kernel.spec; await new Promise(r => setTimeout(r, 1000));
+        return w.context.model.dirty; }""")
+    meta = lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.toJSON().metadata")
+    assert not dirty, f"{path}: marked changed after opening; its metadata now: {json.dumps(meta)}"
+    lab.command("application:close")
+    lab.page.wait_for_timeout(1000)
+    lab.shot("closed")
+    assert not lab.page.locator(".jp-Dialog").count(), lab.page.locator(".jp-Dialog").inner_text()
+    assert not lab.errors, "\n".join(lab.errors)
+
+
+def _rendered_markdown(lab: Lab) -> list[str]:
+    """Every Markdown cell of the current notebook as JupyterLab renders it (cells not drawn yet are rendered here
+    with its own renderer), a table row to a line, without code and without the links to this page in the other
+    language (named in it)."""
+    return lab.page.evaluate("""async () => {
+        const panel = window.jupyterapp.shell.currentWidget, rm = panel.content.rendermime, texts = [];
+        const other = panel.context.path.split('/').pop().replace(/\\.(ko|en)\\.ipynb$/, (m, l) => l === 'ko' ? '.en.ipynb' : '.ko.ipynb');
+        for (const cell of panel.content.model.toJSON().cells.filter(c => c.cell_type === 'markdown')) {
+            const renderer = rm.createRenderer('text/markdown');
+            const source = Array.isArray(cell.source) ? cell.source.join('') : cell.source;
+            await renderer.renderModel(rm.createModel({data: {'text/markdown': source}}));
+            renderer.node.querySelectorAll('code, pre').forEach(e => e.remove());
+            renderer.node.querySelectorAll('a').forEach(a => { if (decodeURIComponent(a.getAttribute('href') || '').includes(other)) a.remove(); });
+            renderer.node.querySelectorAll('tr').forEach(tr => { tr.textContent = [...tr.children].map(c => c.textContent.trim()).join(' | '); });
+            texts.push(renderer.node.innerText || renderer.node.textContent);
+        }
+        return texts; }""")
+
+
+def _off_language(text: str, lang: str) -> list[str]:
+    """Lines of ``text`` in the other language: in Korean, an English sentence without Hangul (test_language's
+    rule); in English, any Hangul."""
+    from test_language import HANGUL, english_lines
+    if lang == "ko":
+        return [line for line in english_lines(text) if not HANGUL.search(line)]
+    return [line for line in text.splitlines() if HANGUL.search(line)]
+
+
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_one_language_on_screen(browser, labs, shots, lang):
+    """The start page (its text and what its cells print once run) and a lesson's text are in the server's
+    language only."""
+    lab = Lab(browser, labs[lang], shots, f"one-language-{lang}")
+    problems = []
+    for path, run in ((layout.start().lesson(lang).as_posix(), True), (layout.lessons(lang)[1].as_posix(), False)):
+        lab.open(path)
+        texts = _rendered_markdown(lab)
+        if run:
+            lab.run_all()
+            texts += [_text(o) + "".join(o.get("data", {}).get("text/markdown", ""))
+                      for c in lab.cells() if c["cell_type"] == "code" for o in c.get("outputs", [])]
+        problems += [f"{path}: {line.strip()[:160]}" for text in texts for line in _off_language(text, lang)]
+    lab.shot("start-page-run")
+    assert not problems, "\n".join(problems)

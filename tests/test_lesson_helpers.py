@@ -1,4 +1,6 @@
 """Helpers that notebooks call: language choice, bilingual text, tables, quizzes, glossary."""
+import re
+
 import pytest
 
 from autograder import glossary, i18n, lesson
@@ -74,6 +76,7 @@ def test_glossary_has_both_languages_and_renders():
     for lang in ("ko", "en", "both"):
         table = glossary.markdown(lang)
         assert table.count("\n") == len(terms) + 1
+    assert not re.search("[가-힣]", glossary.markdown("en")), "the English glossary shows Korean"
 
 
 def test_an_unanswered_task_and_an_early_check_say_so_in_both_languages():

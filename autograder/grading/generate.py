@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 
 from .. import layout, modules
+from ..lesson_save import with_kernel
 from ..checks import expected
 from ..checks.core import canonical
 from . import languages, seeds
@@ -30,7 +31,8 @@ def write_expected(module_id: str) -> Path | None:
 
 def generate(course: Course, assignment: str, release_dir: Path | None = None) -> Path:
     """Write the student version of ``assignment`` and record its cells in the gradebook; beside each notebook
-    its Korean and English files (``languages.for_learner``); refresh the ``expected.json`` of the module whose
+    its Korean and English files (``languages.for_learner``), each naming its kernel as the course names it
+    (:func:`autograder.lesson_save.with_kernel`); refresh the ``expected.json`` of the module whose
     record names it (the visible checks of a learner's install read it).
 
     ``release_dir`` (default: the course's ``exercises/``) receives ``<assignment>/*.ipynb``;
@@ -47,6 +49,8 @@ def generate(course: Course, assignment: str, release_dir: Path | None = None) -
     folder = Path(config.CourseDirectory.root, config.CourseDirectory.release_directory, assignment)
     for source in sorted(course.folder("source", assignment).glob("*.ipynb")):
         student = nbformat.read(str(folder / source.name), as_version=4)
+        with_kernel(student.metadata)
+        nbformat.write(student, str(folder / source.name))
         for lang in languages.LANGUAGES:
             nbformat.write(languages.for_learner(student, lang), str(folder / languages.file_name(source.stem, lang)))
     return folder

@@ -12,11 +12,10 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from .. import bilingual, layout
+from ..lesson_save import with_kernel
 from ..i18n import msg
 from .course import REPO, GradingError
 
-LESSON_META = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-               "language_info": {"name": "python"}}
 
 
 def create(number: str, topic: str, title_ko: str, title_en: str, root: Path = REPO) -> list[Path]:
@@ -121,7 +120,7 @@ def _graded(cell, grade_id: str, **flags):
 
 def _exercise(m: layout.Module):
     lessons = {lang: f"../../lessons/{m.id}/{m.lesson(lang).name}" for lang in layout.LANGS}
-    nb = new_notebook(metadata=dict(LESSON_META))
+    nb = new_notebook(metadata=with_kernel({}))
     nb.cells = [
         _graded(new_markdown_cell(f"# 실습 {m.number} · {m.title_ko}\n\n[수업 {m.number} (한국어)]({lessons['ko']})\n\n---\n\n"
                                   f"# Exercise {m.number} · {m.title_en}\n\n[Lesson {m.number} (English)]({lessons['en']})"),
@@ -140,7 +139,7 @@ def _exercise(m: layout.Module):
 
 def _lesson(m: layout.Module):
     """The lesson's one source: each text its Korean, a line ``---``, its English (``autograder.bilingual``)."""
-    nb = new_notebook(metadata=dict(LESSON_META))
+    nb = new_notebook(metadata=with_kernel({}))
     nb.cells = [new_markdown_cell(f"{m.heading('ko')}\n\n[English]({m.lesson('en').name}) / **한국어**\n\n"
                                   "이 수업에서 배울 것을 여기에 씁니다.\n\n---\n\n"
                                   f"{m.heading('en')}\n\n**English** / [한국어]({m.lesson('ko').name})\n\n"

@@ -1,6 +1,8 @@
 """Lesson 03's helpers: the figures and widgets, so the lesson's cells show the numbers and the idea."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ...lesson import LABEL, Measured, clearly_more, measure, rises, show_table, t, title
@@ -72,13 +74,13 @@ def plot_memory_types(rows: list[dict]):
 
 
 def plot_curves(x, curves: dict, xlabel: str, ylabel: str, title: str, lines: dict | None = None):
-    """Log-log curves ``{label: y}`` over ``x``, with horizontal reference lines ``{label: y}``."""
+    """Log-log curves ``{label: y}`` over ``x``, with horizontal reference lines ``{label: y}`` (gray, each its own
+    dashes, named in the legend)."""
     fig, ax = _axes()
     for name, values in curves.items():
         ax.plot(x, values, label=name)
-    for name, y in (lines or {}).items():
-        ax.axhline(y, linestyle="--", linewidth=1, color="gray")
-        ax.text(x[0] * 1.2, y * 1.05, name, fontsize=8)
+    for (name, y), style in zip((lines or {}).items(), itertools.cycle(("--", ":", "-.", (0, (6, 2, 1, 2, 1, 2))))):
+        ax.axhline(y, linestyle=style, linewidth=1, color="gray", label=name)  # named in the legend: close lines' labels overlap
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
@@ -101,6 +103,22 @@ def plot_roofline(p, dtype: str, points: dict, title: str):
     return fig
 
 
+def roofline_rows(ids, dtype: str, intensity: float) -> list[dict]:
+    """The explorer's table: each device's ridge point, the TFLOP/s its roof allows at ``intensity`` and what bounds
+    it there (memory below the ridge, compute from it on), in the learner's language."""
+    from ... import profiles
+
+    rows = []
+    for p in map(profiles.get, ids):
+        if not p.peak(dtype):
+            rows.append({"device": p.label, "ridge": "–", "TFLOP/s": t("피크 없음", "no peak"), "bound": "–"})
+            continue
+        point = ridge(p, dtype)
+        rows.append({"device": p.label, "ridge": round(point, 1), "TFLOP/s": round(float(roof(p, dtype, intensity)), 2),
+                     "bound": t("메모리", "memory") if intensity < point else t("연산", "compute")})
+    return rows
+
+
 def roofline_explorer(default=("h100_sxm", "h200_sxm")):
     """Pick devices, a number format and an intensity: their rooflines, and where that intensity lands."""
     import ipywidgets as widgets
@@ -117,17 +135,10 @@ def roofline_explorer(default=("h100_sxm", "h200_sxm")):
 
     def draw(ids, dtype, intensity):
         fig, ax = _axes()
-        xs, rows = np.logspace(-1, 4, 300), []
-        for pid in ids:
-            p = profiles.get(pid)
-            if not p.peak(dtype):
-                rows.append({"device": p.label, "ridge": "–", "TFLOP/s": t("피크 없음", "no peak"), "bound": "–"})
-                continue
+        xs = np.logspace(-1, 4, 300)
+        for p in filter(lambda p: p.peak(dtype), map(profiles.get, ids)):
             line, = ax.plot(xs, roof(p, dtype, xs), label=p.label)
-            at = float(roof(p, dtype, intensity))
-            ax.scatter([intensity], [at], color=line.get_color(), zorder=3)
-            rows.append({"device": p.label, "ridge": round(ridge(p, dtype), 1), "TFLOP/s": round(at, 2),
-                         "bound": "memory" if intensity < ridge(p, dtype) else "compute"})
+            ax.scatter([intensity], [float(roof(p, dtype, intensity))], color=line.get_color(), zorder=3)
         ax.axvline(intensity, color="gray", linestyle=":")
         ax.set_xlabel("FLOP/byte")
         ax.set_ylabel("TFLOP/s")
@@ -135,7 +146,7 @@ def roofline_explorer(default=("h100_sxm", "h200_sxm")):
         if ax.get_lines()[:-1]:
             ax.legend(fontsize=8)
         plt.show()
-        show_table(rows, ["device", "ridge", "TFLOP/s", "bound"],
+        show_table(roofline_rows(ids, dtype, intensity), ["device", "ridge", "TFLOP/s", "bound"],
                    {"device": t("장치", "device"), "ridge": "ridge point", "bound": t("한계", "bound")})
 
     out = widgets.interactive_output(draw, {"ids": pick, "dtype": fmt, "intensity": point})
