@@ -20,6 +20,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import language, layout
+from .start_page import address as start_address
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv"
@@ -259,12 +260,13 @@ def start(args: list[str]) -> int:
 def lab_command(lang: str, options: list[str], env: dict[str, str], root: Path = ROOT,
                 jupyter: Path = BIN / "jupyter") -> tuple[list[str], dict[str, str]]:
     """The command line and environment of the course's JupyterLab over the course at ``root``: the interface in
-    ``lang``, without the news popup (``autograder/data/jupyter/lab/<lang>``), the addresses it prints opening the
-    start page in ``lang`` (LabApp.default_url), the course's Jupyter settings (``autograder/data/jupyter``: lessons
+    ``lang``, without the news popup (``autograder/data/jupyter/lab/<lang>``), the addresses it prints and the browser
+    it opens showing the start page in ``lang`` (LabApp.default_url: :mod:`autograder.start_page`, the full interface
+    on a wide screen, the single-document mode on a phone), the course's Jupyter settings (``autograder/data/jupyter``: lessons
     are saved without outputs, lesson_save.py); ``options`` are JupyterLab's, ``env`` the environment it extends."""
     page, config = layout.start(root).lesson(lang), root / JUPYTER_CONFIG.relative_to(ROOT)
     cmd = [str(jupyter), "lab", f"--ServerApp.root_dir={root}", f"--LabApp.app_settings_dir={config / 'lab' / lang}",
-           f"--LabApp.default_url=/lab/tree/{page.as_posix()}", str(root / page), *options]
+           f"--LabApp.default_url={start_address(page.as_posix())}", *options]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in options:
         cmd.append("--allow-root")  # JupyterLab refuses root without it (containers, cloud VMs)
     env = dict(env, JUPYTER_CONFIG_PATH=os.pathsep.join(p for p in (str(config), env.get("JUPYTER_CONFIG_PATH")) if p))

@@ -79,9 +79,9 @@ def labs():
 class Lab:
     """One browser page on one server; console errors and page errors are collected as they happen."""
 
-    def __init__(self, browser, server, shots: Path, name: str):
+    def __init__(self, browser, server, shots: Path, name: str, viewport: tuple[int, int] = (1400, 900)):
         self.server, self.shots, self.name, self.errors, self.step = server, shots, name, [], 0
-        self.page = browser.new_page(viewport={"width": 1400, "height": 900})
+        self.page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         self.page.on("console", lambda m: self.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
 
@@ -342,6 +342,28 @@ def test_the_printed_address_opens_the_start_page_in_the_servers_language(browse
     lab.shot("printed-address")
     path = lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
     assert path == layout.start().lesson(lang).as_posix(), f"{url} opened {path!r}"
+    assert lab.page.evaluate("() => window.jupyterapp.shell.mode") == "multiple-document"  # a wide screen: all of it
+    assert not lab.errors, "\n".join(lab.errors)
+
+
+PHONE = (390, 844)  # CSS pixels of a phone's screen
+
+
+def test_the_printed_address_opens_a_readable_start_page_on_a_phone(browser, labs, shots):
+    """On a phone-size screen the printed address opens the start page in JupyterLab's single-document mode
+    (autograder.start_page): the sidebars collapsed, the text a readable column, its title in view (the full
+    interface left the notebook 27 px wide beside the file browser)."""
+    lab = Lab(browser, labs["ko"], shots, "phone", viewport=PHONE)
+    lab.visit(_printed_url(labs["ko"]))
+    lab.shot("phone-start-page")
+    shell = lab.page.evaluate("() => ({mode: window.jupyterapp.shell.mode, left: window.jupyterapp.shell.leftCollapsed,"
+                              " path: window.jupyterapp.shell.currentWidget.context.path})")
+    assert shell == {"mode": "single-document", "left": True, "path": layout.start().lesson("ko").as_posix()}, shell
+    box = lab.page.evaluate("""() => { const h = document.querySelector('.jp-RenderedMarkdown h1');
+        const m = h.closest('.jp-RenderedMarkdown').getBoundingClientRect(), r = h.getBoundingClientRect();
+        return {width: m.width, top: r.top, bottom: r.bottom}; }""")
+    assert box["width"] >= 0.6 * PHONE[0] and 0 <= box["top"] and box["bottom"] <= PHONE[1], box
+    assert no_tofu(lab.page, ".jp-MarkdownCell .jp-RenderedMarkdown")
     assert not lab.errors, "\n".join(lab.errors)
 
 

@@ -180,8 +180,8 @@ def test_start_says_and_opens_the_start_page_in_one_language(tmp_path, way):
     assert_language("\n".join(said), lang)
     page = f"lessons/00_start_here/00_start_here.{'en' if lang == 'both' else lang}.ipynb"  # both: no locale here
     cmd = next(line for line in done.stdout.splitlines() if line.startswith("CMD")).split()
-    assert f"--LabApp.default_url=/lab/tree/{page}" in cmd  # the addresses JupyterLab prints open it
-    assert str(REPO / page) in cmd and "--no-browser" in cmd and "--lang" not in " ".join(cmd)
+    assert f"--LabApp.default_url=/course/start/{page}" in cmd  # what JupyterLab prints and opens: autograder.start_page
+    assert "--no-browser" in cmd and "--lang" not in " ".join(cmd)
     assert (REPO / page).exists()
 
 
