@@ -213,7 +213,30 @@ def test_a_lesson_runs_in_the_browser_without_errors(browser, labs, shots, lang)
         lab.page.wait_for_timeout(2500)
         lab.shot("slider-moved")
         assert before and cell.evaluate(shown) != before, "moving a slider did not change the figure or text it drives"
+    _a_quiz_hides_its_answer_until_answered(lab, cells, lang)
     assert not lab.errors, "\n".join(lab.errors)
+
+
+def _a_quiz_hides_its_answer_until_answered(lab, cells: list[dict], lang: str) -> None:
+    """The lesson's first quiz, as a learner meets it: neither its answer nor its explanation shows; a wrong option
+    checked says ❌ without them; the right one shows ✅ and the explanation, in the lesson's language."""
+    from autograder.lesson import load_quiz
+    index, key = next((i, m[1]) for i, c in enumerate(cells) if c["cell_type"] == "code"
+                      for m in [re.search(r"quiz\([\"']([\w.]+)[\"']\)", "".join(c["source"]))] if m)
+    q = load_quiz(key)
+    explain = getattr(q.explain, lang)
+    cell = lab.page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.scroll_into_view_if_needed()
+    assert explain[:40] not in cell.inner_text(), f"quiz {key}: its explanation shows before any answer"
+    options = cell.locator(".widget-radio-box input[type=radio]")
+    wrong = (q.answer + 1) % options.count()
+    for choice, mark in ((wrong, "❌"), (q.answer, "✅")):
+        options.nth(choice).check()
+        cell.locator("button.widget-button").click()
+        lab.page.wait_for_timeout(1500)
+        shown = cell.locator(".widget-output").inner_text()
+        assert mark in shown and (explain[:40] in shown) == (mark == "✅"), f"quiz {key}, option {choice}: {shown!r}"
+    lab.shot("quiz-answered")
 
 
 def _reference_answer(exercise: str, cell_id: str) -> str:
