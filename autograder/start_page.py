@@ -25,9 +25,11 @@ def address(page: str) -> str:
 
 
 def page_for(base_url: str, page: str) -> str:
-    """The HTML that sends a browser on to ``/doc/tree/<page>`` on a narrow screen, else ``/lab/tree/<page>``."""
+    """The HTML that sends a browser on to ``/doc/tree/<page>`` on a narrow screen (its saved layout reset), else
+    ``/lab/tree/<page>`` (the learner's layout kept)."""
     from jupyter_server.utils import url_escape, url_path_join
     lab, doc = (url_path_join(base_url, mode, "tree", url_escape(page)) for mode in ("lab", "doc"))
+    doc += "?reset"  # a layout saved on a wide screen (the file browser open) would squeeze the page again
     return PAGE.format(narrow=json.dumps(NARROW), doc=json.dumps(doc), lab=json.dumps(lab), lab_href=html.escape(lab))
 
 

@@ -12,6 +12,7 @@ error), and no browser console error anywhere. Screenshots of each step go to th
 Needs Playwright for Python (the ``browser`` extra) and a Chromium (``/usr/bin/chromium``, Debian's package; Playwright's
 own download is not used). Outside CI the suite skips when they are missing, saying why; in CI it must run.
 """
+import contextlib
 import json
 import os
 import re
@@ -362,9 +363,14 @@ def test_the_printed_address_opens_the_start_page_in_the_servers_language(browse
     lab = Lab(browser, labs[lang], shots, f"printed-{lang}")
     url = _printed_url(labs[lang])
     lab.visit(url)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    start = layout.start().lesson(lang).as_posix()
+    with contextlib.suppress(PlaywrightTimeout):  # the layout other tests left is restored first, then the page opens
+        lab.page.wait_for_function(f"() => window.jupyterapp.shell.currentWidget.context.path === {start!r}",
+                                   timeout=30_000)
     lab.shot("printed-address")
     path = lab.page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path")
-    assert path == layout.start().lesson(lang).as_posix(), f"{url} opened {path!r}"
+    assert path == start, f"{url} opened {path!r}"
     assert lab.page.evaluate("() => window.jupyterapp.shell.mode") == "multiple-document"  # a wide screen: all of it
     assert not lab.errors, "\n".join(lab.errors)
 

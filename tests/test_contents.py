@@ -27,7 +27,7 @@ def test_the_start_address_sends_a_narrow_screen_to_the_single_document_mode():
     desktop sizes)."""
     from autograder import start_page
     html = start_page.page_for("/base/", "lessons/00 start/00_start_here.ko.ipynb")
-    assert '"/base/doc/tree/lessons/00%20start/00_start_here.ko.ipynb"' in html
+    assert '"/base/doc/tree/lessons/00%20start/00_start_here.ko.ipynb?reset"' in html
     assert '"/base/lab/tree/lessons/00%20start/00_start_here.ko.ipynb"' in html
     assert start_page.NARROW in html and 'name="viewport"' in html
     assert start_page.address("lessons/x.ipynb") == "/course/start/lessons/x.ipynb"
