@@ -59,7 +59,8 @@ def labs():
             port, token = free_port(), secrets.token_hex(16)
             log = tmp / f"lab-{lang}.log"
             env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "COURSE_"))}
-            env.update(COURSE_NO_PROGRESS="1", MPLBACKEND="module://matplotlib_inline.backend_inline")
+            env.update(COURSE_NO_PROGRESS="1", MPLBACKEND="module://matplotlib_inline.backend_inline",
+                       XDG_CONFIG_HOME=str(tmp / f"config-{lang}"))  # the start page remembers its language here
             cmd, env = bootstrap.lab_command(
                 lang, ["--no-browser", "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
                        f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True"],

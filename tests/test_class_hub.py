@@ -69,6 +69,7 @@ def clone():
     # The user's Jupyter data folder, where nbgrader keeps its record of submissions by default: another clone on
     # this machine submitted from there. This clone keeps its own record and must not list that submission.
     env["JUPYTER_DATA_DIR"] = str(tmp / "jupyter-data")
+    env["XDG_CONFIG_HOME"] = str(tmp / "config")  # no language remembered: the server's lines in both languages
     other = tmp / "jupyter-data" / "nbgrader_cache" / "ai-hardware" / "learner+01_devices+2026-11-20 10:00:00.000000 UTC"
     other.mkdir(parents=True)
     shutil.copy2(learner / "exercises" / "01_devices" / "01_devices_exercise.ipynb", other)
