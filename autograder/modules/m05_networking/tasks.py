@@ -976,8 +976,7 @@ def _measure_answer(learner, case) -> dict:
         answer["learner"] = failed
     if len(set(calls)) > 1:  # the ranks did not make the same calls: one waited for a partner that never came
         answer["calls"] = calls
-    elif failed is None and max(r.get("cpu_seconds", 0) for r in records) > MEASURE_LIMIT_S:
-        spent = max(r.get("cpu_seconds", 0) for r in records)
+    elif failed is None and (spent := max(r.get("cpu_seconds", 0) for r in records)) > MEASURE_LIMIT_S:
         raise TimeoutError(f"the measurement took {spent:.1f} s of processor time on a rank "
                            f"(limit {MEASURE_LIMIT_S:g} s for all sizes).")
     answer["course_calls"] = sum(r.get("course_calls", 0) for r in records)
