@@ -225,21 +225,23 @@ def _num(x: float) -> str:
 
 def side_by_side(kind: str, answer: Any, what: Message, mine, theirs, claimed_seconds, unit: str,
                  weight: float = 2.0, faster_above: bool = True, too_fast: Message | None = None,
-                 too_slow: Message | None = None) -> tuple[bool, list[Part]]:
+                 too_slow: Message | None = None, clock_claims=None) -> tuple[bool, list[Part]]:
     """Score a measurement task's rounds against the reference measured in turns with them.
 
     ``mine(round)`` and ``theirs(reference)`` pick the figures to compare; the median of
     their per-round ratios must lie in ``side_by_side[kind]`` of expectations.yaml.
     Returns ``(measured, parts)``: ``measured`` is False when no round was observed or a
     round ended sooner than its result claims (``claimed_seconds``); ``parts`` then say
-    only that, and the task is worth nothing. ``faster_above``: a ratio above the band
+    only that, and the task is worth nothing; so is a round whose figures the course's clock did not time
+    (``clock_claims``: :func:`~autograder.checks.referee.off_clock`). ``faster_above``: a ratio above the band
     means too fast (throughputs) rather than too slow (times). ``too_fast``/``too_slow``: what a
     result outside the band says for this task (default: the common causes of each).
     """
     from .checks import referee
-    why = referee.unmeasured(answer, claimed_seconds)
+    why = referee.unmeasured(answer, claimed_seconds) or (clock_claims and referee.off_clock(answer, clock_claims))
     if why:
-        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
+        key = "measure.off_clock" if why.clock else \
+            "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
         return False, [Part(False, msg(key, what=what, why=why.message()), weight)]
     error = referee.reference_error(answer)
     if error:

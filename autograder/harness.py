@@ -13,15 +13,16 @@ count explicitly (results depend on it, so it is part of the result).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 import sys
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
+from . import clock
 from .i18n import msg
 
 MIN_SAMPLE_S = 1e-3                 # a sample shorter than this is dominated by clock/sync overhead
@@ -30,6 +31,7 @@ ACCEL_FLUSH_FLOOR = 512 * 2**20     # 2x the largest accelerator last-level cach
 UNKNOWN_LLC = 64 * 2**20            # assumed last-level cache when detection fails (larger than most CPUs')
 _MAX_INNER = 10_000_000
 _NO_SYNC_KINDS = ("cpu", "mlx")     # host-synchronous (MLX is made synchronous by mx.eval on results)
+_CALLS = itertools.count()          # time_fn calls in this process: each one's samples carry its label
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,9 @@ def time_fn(
     ``inner``: calls per sample (default: enough for a sample of >= ~1 ms).
     ``use_events``: on CUDA, measure with CUDA events (device time) instead of the host clock.
     If ``fn`` returns an MLX array (or a tuple/list of them) it is evaluated inside the sample.
+    Every clock read is the course's (:mod:`autograder.clock`): during a check's measured round the referee's (while
+    grading, the grader's), which keeps each sample; a sample then lasts at least ``clock.HELD_SAMPLE_S``, and CUDA
+    is timed on that clock too, never with events.
     """
     _validate(fn, budget_s, warmup, min_reps, max_reps, threads, inner, flush_bytes)
     sync = synchronizer(device)
@@ -151,23 +156,25 @@ def time_fn(
     flusher = _flusher(name, kind, flush_bytes or flush_size(name)) if flush else None
     restore, used_threads = _use_threads(threads)
     try:
-        start = time.perf_counter()
+        start = clock.now()
         deadline = start + budget_s
         warm, per_call = _warm_up(call, sync, warmup, start + 0.1 * budget_s)
         if inner is None:
-            inner, extra = (1, 0) if flush else _pick_inner(call, sync, per_call)
+            least = clock.HELD_SAMPLE_S if clock.held() else MIN_SAMPLE_S
+            inner, extra = (1, 0) if flush else _pick_inner(call, sync, per_call, least)
             warm += extra
-        sample = _event_sampler(name) if kind == "cuda" and use_events else _wall_sample
+        label = f"time_fn:{next(_CALLS)}"
+        sample = _event_sampler(name) if kind == "cuda" and use_events and not clock.held() else _wall_sample
         samples: list[float] = []
         cost = 0.0
         while len(samples) < max_reps and (
-            len(samples) < min_reps or time.perf_counter() + cost <= deadline  # stop before overrunning
+            len(samples) < min_reps or clock.now() + cost <= deadline  # stop before overrunning
         ):
-            began = time.perf_counter()
+            began = clock.now()
             if flusher:
                 flusher()
-            samples.append(sample(call, sync, inner) / inner)
-            cost = time.perf_counter() - began
+            samples.append(sample(call, sync, inner, label) / inner)
+            cost = clock.now() - began
     finally:
         restore()
     return _summary(samples, warm, name, used_threads, flush, inner)
@@ -254,46 +261,56 @@ def _warm_up(call, sync, warmup: int | None, until: float) -> tuple[int, float]:
     """Call until ``warmup`` calls were made (or, by default, until ``until``); return calls, fastest call."""
     calls, fastest = 0, 0.0
     while warmup is None or calls < warmup:
-        began = time.perf_counter()
+        began = clock.now()
         call()
         sync()  # the warm-up call's work is finished before the next one (and before timing)
-        took = time.perf_counter() - began
+        took = clock.now() - began
         fastest = took if calls == 0 else min(fastest, took)  # a preempted call must not set the plan
         calls += 1
-        if warmup is None and time.perf_counter() >= until:
+        if warmup is None and clock.now() >= until:
             break
     return calls, fastest
 
 
-def _pick_inner(call, sync, per_call: float) -> tuple[int, int]:
-    """Calls per sample so that a sample lasts >= MIN_SAMPLE_S; returns it and the calls spent finding it."""
-    if per_call >= MIN_SAMPLE_S:
+def _pick_inner(call, sync, per_call: float, least: float = MIN_SAMPLE_S) -> tuple[int, int]:
+    """Calls per sample so that a sample lasts >= ``least``; returns it and the calls spent finding it."""
+    if per_call >= least:
         return 1, 0
-    inner = max(1, min(_MAX_INNER, int(MIN_SAMPLE_S / per_call))) if per_call > 0 else 1
+    inner = max(1, min(_MAX_INNER, int(least / per_call))) if per_call > 0 else 1
     spent = 0
     while inner < _MAX_INNER:
-        took = _wall_sample(call, sync, inner)  # per-call syncs overestimate async work: check a batch
+        took = _untimed_sample(call, sync, inner)  # per-call syncs overestimate async work: check a batch
         spent += inner
-        if took >= MIN_SAMPLE_S:
+        if took >= least:
             break
-        inner = min(_MAX_INNER, max(inner * 2, int(inner * 1.2 * MIN_SAMPLE_S / max(took, 1e-9))))
+        inner = min(_MAX_INNER, max(inner * 2, int(inner * 1.2 * least / max(took, 1e-9))))
     return inner, spent
 
 
-def _wall_sample(call, sync, inner: int) -> float:
+def _untimed_sample(call, sync, inner: int) -> float:
+    """A trial sample on this process's clock (it plans a sample; no referee keeps it)."""
+    sync()
+    began = clock.now()
+    for _ in range(inner):
+        call()
+    sync()
+    return clock.now() - began
+
+
+def _wall_sample(call, sync, inner: int, label: str) -> float:
     sync()  # start from an idle device: earlier work must not be counted
-    began = time.perf_counter()
+    began = clock.begin()
     for _ in range(inner):
         call()
     sync()  # stop the clock only when the queued work has finished
-    return time.perf_counter() - began
+    return clock.end(inner, label) - began
 
 
 def _event_sampler(name: str):
     """CUDA: time on the device with events recorded on the current stream (no host jitter)."""
     import torch
 
-    def sample(call, sync, inner: int) -> float:
+    def sample(call, sync, inner: int, label: str) -> float:
         stream = torch.cuda.current_stream(name)
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
@@ -313,6 +330,15 @@ def _quantile(ordered: list[float], q: float) -> float:
     low = math.floor(pos)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def summary_times(samples: list[float]) -> list[float]:
+    """The times a :class:`Timing` of these per-call samples reports (median, mean, min, p10, p90); none without
+    samples. The referee holds a figure timed with :func:`time_fn` to these (``referee.off_clock``)."""
+    if not samples:
+        return []
+    t = _summary(samples, 0, "", None, False, 1)
+    return [t.median_s, t.mean_s, t.min_s, t.p10_s, t.p90_s]
 
 
 def _summary(samples, warm, name, threads, flushed, inner) -> Timing:

@@ -467,10 +467,12 @@ def _rounding(rounder=torch.round, saturate=True, subnormals=True, signed=True):
 
 def _recorded(tflops_of=lambda n, s: 2 * n**3 / s / 1e12, seconds=0.2, n=2048, walls=(1.0, 1.0, 1.0),
               reference=0.09, called=(), timed=True) -> Recorded:
-    """Three rounds as a check records them (on a CPU that does about 0.09 TFLOP/s)."""
+    """Three rounds as a check records them (on a CPU that does about 0.09 TFLOP/s; timed with time_fn, whose one
+    sample the course's clock kept, unless not ``timed``)."""
     rounds = [{"n": float(n), "seconds": seconds, "tflops": tflops_of(n, seconds), "reference_called": list(called),
                "time_fn": timed}] * 3
-    return Recorded({"rounds": rounds, "observed": {"walls": list(walls),
+    spans = [[seconds, "time_fn:0"]] if timed else []  # time_fn's samples on the course's clock
+    return Recorded({"rounds": rounds, "observed": {"walls": list(walls), "spans": [spans] * 3,
                                                     "reference": [{"tflops": reference, "n": n}] * 3}})
 
 

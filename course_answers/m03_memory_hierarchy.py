@@ -407,7 +407,10 @@ def _recorded_sweep(speed, reference_calls: int = 0) -> Recorded:
     reference = {"gbs": [90.0 if s <= edge else 20.0 for s in sizes]}
     mine = {"device": device, "llc_bytes": llc, "sizes": sizes, "gbs": [speed(s, edge) for s in sizes],
             "reference_calls": reference_calls}
-    return Recorded({"rounds": [mine] * 3, "observed": {"walls": [60.0] * 3, "reference": [reference] * 3}})
+    spans = [[max(1, 2**26 // size) * size / (gbs * 1e9), f"time_fn:{i}"]  # each size read 64 MiB per call
+             for i, (size, gbs) in enumerate(zip(sizes, mine["gbs"]))]
+    return Recorded({"rounds": [mine] * 3, "observed": {"walls": [60.0] * 3, "reference": [reference] * 3,
+                                                        "spans": [spans] * 3}})
 
 
 def _stepped(size, edge):

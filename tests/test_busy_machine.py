@@ -379,7 +379,8 @@ def test_exercise_06_accepts_a_live_peak_measured_beside_its_rounds(stale_profil
         rounds = [{"flops_per_step": flops, "seconds_per_step": 0.02, "peak_tflops": peak,
                    "utilization": flops / 0.02 / (peak * 1e12)}] * 3
         refs = [{"seconds": 0.02, **({"peak_tflops": live} if live else {})}] * 3
-        return {"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": refs}}
+        spans = [[[0.02, "step"]] * 4] * 3  # the step's calls on the course's clock
+        return {"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": refs, "spans": spans}}
 
     def peak_part(peak, live):
         parts = tasks._mfu_score(case, answer(peak, live), A.EXPECT["mfu"](case))

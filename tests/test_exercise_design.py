@@ -100,6 +100,8 @@ def task_texts(module: str) -> dict[str, str]:
 
 BANDS = {"m01.speedup": "step", "m02.measure": "matmul", "m03.sweep": "sweep", "m05.measure": "allreduce",
          "m06.mfu": "step", "m07.copy": "bandwidth"}  # the side_by_side kind each measurement task is scored with
+CLOCK = {"m01.speedup": "calls", "m02.measure": "time_fn", "m03.sweep": "time_fn", "m06.mfu": "calls"}  # the
+# figures referee.off_clock holds: from time_fn's times, or no shorter than the calls of the step the check hands over
 
 
 @pytest.mark.parametrize("task_id", sorted(BANDS))
@@ -118,6 +120,9 @@ def test_a_measurement_task_states_the_band_and_rounds_its_check_uses(task_id):
     from autograder.i18n import msg
     again = msg("measure.again_rule", again=referee.AGAIN)  # referee.better: a miss the load explains
     assert again.ko in text and again.en in text, f"{task_id}: say that the check measures again: {again.en!r}"
+    if task_id in CLOCK:  # referee.off_clock: what the course's clock holds the figure to
+        rule = msg(f"measure.clock_rule_{CLOCK[task_id]}")
+        assert rule.ko in text and rule.en in text, f"{task_id}: say how the course's clock holds it: {rule.en!r}"
 
 
 # ---------------------------------------------------------------- what a task's text says about its check

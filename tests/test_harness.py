@@ -238,3 +238,37 @@ def test_cuda_events_give_device_time(monkeypatch):
                 min_reps=2, max_reps=2)
     assert t.median_s == pytest.approx(0.005) and t.device == "cuda:0"
     assert log[-5:] == ["sync", "record", "work", "record", "sync"]
+
+
+def test_a_replaced_perf_counter_moves_no_figure(monkeypatch):
+    """The measured function slows ``time.perf_counter`` to half speed at every call; time_fn reads the course's
+    clock, bound before, so a sample still holds the device's whole 50 ms (at half speed it would read 25 ms)."""
+    real = time.perf_counter
+    start = real()
+    dev = FakeAsyncDevice(work_s=0.05)
+
+    def work():
+        monkeypatch.setattr(time, "perf_counter", lambda: start + (real() - start) / 2)
+        dev.launch()
+    t = time_fn(work, device=dev, budget_s=0.2, warmup=1, min_reps=3)
+    assert t.min_s >= 0.05
+
+
+def test_a_referee_holding_the_clock_keeps_every_sample(monkeypatch):
+    """In a check's round the referee holds the course's clock: each sample of time_fn is one of its spans (per call,
+    labelled with the time_fn call), the samples last at least clock.HELD_SAMPLE_S, and CUDA is timed on that clock,
+    not with events; outside the round nothing is kept."""
+    from autograder import clock
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "Event", lambda **k: pytest.fail("events while a referee holds the clock"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    pick, least = harness._pick_inner, []
+    monkeypatch.setattr(harness, "_pick_inner", lambda *a: least.append(a[3]) or pick(*a))
+    spans = clock.Spans()
+    with clock.held_by(spans):
+        t = time_fn(lambda: time.sleep(0.001), device="cuda:0", budget_s=0.05, warmup=1, min_reps=3)
+    assert least == [clock.HELD_SAMPLE_S] and len(spans.kept) == t.n and not spans.open
+    assert {label for _, label in spans.kept} == {spans.kept[0][1]} and spans.kept[0][1].startswith("time_fn:")
+    assert harness.summary_times([s for s, _ in spans.kept])[0] == t.median_s
+    time_fn(lambda: None, budget_s=0.01)
+    assert len(spans.kept) == t.n

@@ -243,3 +243,131 @@ def test_exercise_01s_timer_is_scored_on_the_graders_virtual_device(grader):
         return device.work_s
     verdict, _ = _graded(server, TIMER_SOURCE, reads_work)
     assert verdict.earned == 0, verdict.text
+
+
+# ---------------------------------------------------------------- the course's clock (issue 31, part 3)
+def _slowed(monkeypatch, rate: float):
+    """``time.perf_counter`` made to run at ``rate`` of real time, as a measured function can (the issue's attack)."""
+    import time
+    if getattr(time.perf_counter, "slowed", False):
+        return
+    real = time.perf_counter
+    start = real()
+
+    def slow():
+        return start + (real() - start) * rate
+    slow.slowed = True
+    monkeypatch.setattr(time, "perf_counter", slow)
+
+
+def _measured(server, source, learner):
+    """The verdict of ``learner`` graded on the visible cases (the grader's referee, then the rescoring)."""
+    import os
+
+    from autograder.checks import referee
+    from autograder.checks.core import collect
+    task_id = source.split('"')[1]
+    t = task(task_id)
+    recs = collect(t, learner, cases_for(t, False, SEED), task_id)
+    payload = {"task": task_id, "points": 3, "hidden": False, "seed": SEED, "records": recs}
+    out = [{"output_type": "display_data", "data": {RECORD_MIME: json.dumps(payload)}, "metadata": {}}]
+    socket_path = os.environ.pop(referee.SOCKET_ENV)
+    try:
+        return rescore(source, out, SEED, 3, server.observed().get("g", {})), server.observed().get("g", {})
+    finally:
+        os.environ[referee.SOCKET_ENV] = socket_path
+
+
+def test_time_fn_reads_the_graders_clock_whatever_the_kernel_does_to_its_own(grader, monkeypatch):
+    """A measured function that slows ``time.perf_counter`` moves no figure of ``time_fn``: every sample is the
+    grader's own span, so the learner's seconds are exactly one of the grader's medians."""
+    from autograder.checks import referee
+    from autograder.harness import summary_times, time_fn
+    source = 'check("m02.measure", measure_matmul, points=3)'
+    server = grader(source)
+    kernel_timings = []
+
+    def measure_matmul(dtype, device):
+        import torch
+        a = torch.ones(256, 256)
+
+        def work():
+            _slowed(monkeypatch, 0.5)  # inside the measured function, at every call
+            return a @ a
+        timing = time_fn(work, device=device, budget_s=0.2)
+        kernel_timings.append(timing)
+        return {"n": 256.0, "seconds": timing.median_s, "tflops": 2 * 256**3 / timing.median_s / 1e12}
+    verdict, seen = _measured(server, source, measure_matmul)
+    spans = [row for rounds in seen["m02.measure|0"]["spans"] for row in rounds]
+    medians = [summary_times([s for s, label in rounds if label.startswith("time_fn")])[0]
+               for rounds in seen["m02.measure|0"]["spans"]]
+    assert spans and [t.median_s for t in kernel_timings] == medians  # the grader's own figures, to the last bit
+    assert "course's clock" not in " ".join(verdict.text.split()), verdict.text
+    answer = {"rounds": seen["m02.measure|0"]["rounds"], "observed": seen["m02.measure|0"]}
+    assert referee.off_clock(answer, lambda r: [(r["seconds"], "time_fn")]) is None
+
+
+@pytest.mark.parametrize("task_id", ["m02.measure", "m03.sweep"])
+def test_a_figure_timed_on_a_slowed_clock_earns_nothing(grader, monkeypatch, task_id):
+    """The issue's attack on the measurements timed with time_fn: the figure timed by hand on a clock slowed to half
+    speed (time_fn called beside it, for show). None of time_fn's times on the grader's clock gives it: 0."""
+    from autograder.harness import time_fn
+    source = f'check("{task_id}", learner, points=3)'
+    server = grader(source)
+
+    def by_hand(fn, calls=20):
+        time_fn(fn, budget_s=0.05)  # for show
+        _slowed(monkeypatch, 0.5)
+        import time
+        began = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - began) / calls
+
+    def matmul(dtype, device):
+        import torch
+        a = torch.ones(512, 512)
+        seconds = by_hand(lambda: a @ a)
+        return {"n": 512.0, "seconds": seconds, "tflops": 2 * 512**3 / seconds / 1e12}
+
+    def sweep(sizes, device="cpu", budget_s=0.2):
+        import torch
+        out = []
+        for size in sizes:
+            x = torch.ones(size // 4)
+            out.append(size / by_hand(x.sum, 5) / 1e9)
+        return out
+    verdict, _ = _measured(server, source, matmul if task_id == "m02.measure" else sweep)
+    assert verdict.earned == 0, verdict.text
+    assert "not measured on the course's clock" in " ".join(verdict.text.split()), verdict.text
+
+
+@pytest.mark.parametrize("task_id", ["m01.speedup", "m06.mfu"])
+def test_a_step_timed_on_a_slowed_clock_earns_nothing(grader, monkeypatch, task_id):
+    """The steps the check hands over are timed on the grader's clock, call by call: a time per step shorter than
+    any call took (the learner's own timer on a clock slowed to a tenth) earns nothing."""
+    import time
+    source = f'check("{task_id}", learner, points=3)'
+    server = grader(source)
+
+    def own_timer(fn, calls=5):
+        fn()
+        _slowed(monkeypatch, 0.1)
+        began = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - began) / calls
+
+    def speedup(make_step, width=512):
+        return {"cpu_s": own_timer(make_step("cpu", width)), "accel_s": own_timer(make_step("cpu", width)),
+                "accel_device": "cpu"}
+
+    def mfu(make_step, device, dims, batch, frozen):
+        from course_answers.m06_choosing_hardware import mfu_peak, step_flops
+        seconds, flops, peak = own_timer(make_step(dims, batch, device, frozen)), step_flops(dims, batch, frozen), \
+            mfu_peak(device)
+        return {"flops_per_step": flops, "seconds_per_step": seconds, "peak_tflops": peak,
+                "utilization": flops / seconds / (peak * 1e12)}
+    verdict, _ = _measured(server, source, speedup if task_id == "m01.speedup" else mfu)
+    assert verdict.earned == 0, verdict.text
+    assert "the shortest call the course's clock timed" in " ".join(verdict.text.split()), verdict.text

@@ -38,7 +38,7 @@ def test_rounds_and_observed_tolerate_any_shape():
     assert referee.rounds(answer([1, 2])) == [1, 2]
     for bad in (None, 3, "x", [1, 2], {"rounds": None}):
         assert referee.rounds(bad) == []
-    empty = {"walls": [], "reference": []}
+    empty = {"walls": [], "reference": [], "spans": []}
     for bad in (None, {"rounds": [1]}, {"rounds": [1], "observed": None}, {"rounds": [1], "observed": [1.0]}):
         assert referee.observed(bad) == empty
     assert referee.observed(answer([1], [0.5], [{"s": 1}])) == {"walls": [0.5], "reference": [{"s": 1}]}
@@ -341,7 +341,7 @@ def test_observed_rounds_stop_at_the_first_missing_one(run_dir):
             ask(op="finish", task="m00.count", case=0, round=1, answer=2)
         finally:
             ask.close()
-    assert server.observed()["count"]["m00.count|0"] == {"walls": [], "reference": [], "rounds": [], "attempts": 1}
+    assert server.observed()["count"]["m00.count|0"] == {"walls": [], "reference": [], "spans": [], "rounds": [], "attempts": 1}
 
 
 # ---------------------------------------------------------------- a miss the load explains is measured again

@@ -12,6 +12,10 @@ is the grader: :class:`RemoteReferee` talks to it over the Unix socket named by
 ``COURSE_REFEREE``. The grader then holds the device lock for the whole check,
 keeps its own clock and takes the reference outside the sandbox; none of its
 figures reach the kernel, and it scores the rounds with what it observed.
+
+During a round the referee also holds the course's clock (:mod:`autograder.clock`): every span the course's timing
+code times (a sample of ``time_fn``, a counted call) is read on the referee's clock, the grader's while grading, and
+kept (``observed["spans"]``), so a figure is held to the calls as that clock saw them (:func:`off_clock`).
 """
 from __future__ import annotations
 
@@ -20,10 +24,10 @@ import math
 import os
 import socket
 import statistics
-import time
 from contextlib import contextmanager
 from typing import Any
 
+from .. import clock
 from ..i18n import Message, msg
 
 SOCKET_ENV = "COURSE_REFEREE"
@@ -41,23 +45,27 @@ class LocalReferee:
         yield self
 
     def start(self, case_index: int, round_index: int) -> None:
-        self._began = time.perf_counter()
+        self._spans = clock.Spans()
+        clock.hold(self._spans)
+        self._began = clock.PERF()
 
     def finish(self, case_index: int, round_index: int, case: Any, answer: Any) -> None:
-        wall = time.perf_counter() - self._began
-        seen = self.seen.setdefault(case_index, {"walls": [], "reference": []})
+        wall = clock.PERF() - self._began
+        clock.release(self._spans)
+        seen = self.seen.setdefault(case_index, {"walls": [], "reference": [], "spans": []})
         seen["walls"].append(wall)
+        seen["spans"].append(self._spans.kept)
         seen["reference"].append(take_reference(self.task, case, answer))
 
     def observed(self, case_index: int) -> dict | None:
-        return self.seen.get(case_index, {"walls": [], "reference": []})
+        return self.seen.get(case_index, {"walls": [], "reference": [], "spans": []})
 
     def again(self, case_index: int, case: Any, answer: dict) -> bool:
         """Whether to measure the case again (:func:`better`); the attempt is kept if it is the best so far."""
         self.tries[case_index] = self.tries.get(case_index, 0) + 1
         self.best[case_index] = better(self.task, case, answer, self.best.get(case_index))
         if self.best[case_index][1] and self.tries[case_index] <= AGAIN:
-            self.seen[case_index] = {"walls": [], "reference": []}
+            self.seen[case_index] = {"walls": [], "reference": [], "spans": []}
             return True
         return False
 
@@ -94,9 +102,28 @@ class RemoteReferee:
 
     def start(self, case_index: int, round_index: int) -> None:
         self._ask(op="start", case=case_index, round=round_index)
+        clock.hold(self)
 
     def finish(self, case_index: int, round_index: int, case: Any, answer: Any) -> None:
+        clock.release(self)
         self._ask(op="finish", case=case_index, round=round_index, answer=answer)
+
+    keeps = True  # the course's clock during a round: the grader's, which keeps each span
+
+    def now(self) -> float:
+        return clock.PERF()
+
+    def begin(self) -> float:
+        return self._time(op="clock", mark="begin")
+
+    def end(self, inner: int, label: str) -> float:
+        return self._time(op="clock", mark="end", inner=inner, label=label)
+
+    def _time(self, **request) -> float:
+        reply = self._ask(**request)
+        if not isinstance(reply.get("t"), float):
+            raise RuntimeError(msg("measure.clock_refused").text())
+        return reply["t"]
 
     def observed(self, case_index: int) -> None:
         return None  # the grader fills this in from its own observations
@@ -238,19 +265,79 @@ def rounds(answer: Any) -> list:
 
 
 def observed(answer: Any) -> dict:
-    """What the referee saw: ``walls`` (seconds of each round) and ``reference`` (one per round)."""
+    """What the referee saw: ``walls`` (seconds of each round), ``reference`` (one per round) and ``spans`` (per
+    round, the spans timed on the course's clock: ``[seconds per call, label]``)."""
     seen = answer.get("observed") if isinstance(answer, dict) else None
-    return seen if isinstance(seen, dict) else {"walls": [], "reference": []}
+    return seen if isinstance(seen, dict) else {"walls": [], "reference": [], "spans": []}
+
+
+def timed(answer: Any, round_index: int) -> dict[str, list[float]]:
+    """The spans of a round by label (per call, in the order timed): what the course's clock saw that round."""
+    rows = observed(answer).get("spans") or []
+    found: dict[str, list[float]] = {}
+    for row in rows[round_index] if round_index < len(rows) and isinstance(rows[round_index], list) else []:
+        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], (int, float)) and isinstance(row[1], str):
+            found.setdefault(row[1], []).append(float(row[0]))
+    return found
+
+
+CLOCK_SLACK = 0.97  # a time per call this share of the shortest call the clock saw is the same (float rounding)
+
+
+def off_clock(answer: Any, claims) -> Unmeasured | None:
+    """The one rule of the course's clock: why a round's figure was not measured on it, or None.
+
+    ``claims(round_answer)`` -> ``[(seconds per call, label), ...]`` or ``(seconds per unit, label, "units")``: the
+    time per call each of the round's figures says (or per unit of work, where a call does a whole number of units
+    the figure does not say: reads of a working set), and which spans it times. Label ``"time_fn"``: the figure came
+    from ``time_fn`` (whose samples carry ``time_fn:<k>``), so it must be one of its summaries (median, mean, min,
+    p10, p90) of one call of it that round (a whole number of units of it); another label (a call the course counted,
+    timed by the learner's own code around it): at least the shortest such call (the learner's clock runs around the
+    course's span, so an honest time is never shorter). A figure from a replaced clock, or computed rather than
+    timed, is neither.
+    """
+    from ..harness import summary_times
+    for k, mine in enumerate(rounds(answer)):
+        try:
+            wanted = [(float(claim[0]), str(claim[1]), tuple(claim[2:]) == ("units",))
+                      for claim in claims(mine)]
+        except (TypeError, ValueError, KeyError, ZeroDivisionError, AttributeError, IndexError):
+            continue  # an answer of the wrong shape is the task's own part to judge
+        spans = timed(answer, k)
+        for seconds, label, units in wanted:
+            if label == "time_fn":
+                summaries = [t for name, samples in spans.items() if name.startswith("time_fn:")
+                             for t in summary_times(samples)]
+                if not any(_whole(t / seconds) if units else math.isclose(seconds, t, rel_tol=1e-6)
+                           for t in summaries if seconds > 0):
+                    near = [t for t in summaries if t > 0 and seconds > 0]
+                    return _off("off", seconds, min(near, key=lambda t: abs(math.log(t / seconds)), default=None))
+            elif seconds < CLOCK_SLACK * min(spans.get(label) or [math.inf]):
+                return _off("below", seconds, min(spans[label]) if spans.get(label) else None)
+    return None
+
+
+def _whole(count: float) -> bool:
+    return count >= 0.999999 and abs(count - round(count)) <= 1e-6 * count
+
+
+def _off(kind: str, claimed: float, seen: float | None) -> Unmeasured:
+    why = Unmeasured("off clock")
+    why.claimed, why.spent, why.clock = claimed, seen, kind if seen is not None else "no"
+    return why
 
 
 class Unmeasured(str):
-    """Why rounds were not measured: "no rounds", "not observed" or "<claimed> s claimed, <spent> s spent";
-    :meth:`message` says it in both languages."""
+    """Why rounds were not measured: "no rounds", "not observed", "<claimed> s claimed, <spent> s spent" or "off
+    clock" (:func:`off_clock`); :meth:`message` says it in both languages."""
 
     claimed: float | None = None
     spent: float | None = None
+    clock: str = ""  # off_clock's finding: "off" (none of time_fn's times), "below" (shorter than any call), "no"
 
     def message(self) -> Message:
+        if self.clock:
+            return msg(f"measure.why_{self.clock}_clock", claimed=f"{self.claimed:.4g}", seen=f"{self.spent or 0:.4g}")
         if self.claimed is None:
             return msg("measure.why_" + self.replace(" ", "_"))
         return msg("measure.why_claimed", claimed=f"{self.claimed:.4g}", spent=f"{self.spent:.4g}")

@@ -126,7 +126,7 @@ def _with_observed(payload: dict, task, observed: dict) -> dict:
             seen = seen or {}
             answer = {"rounds": seen.get("rounds", []),
                       "observed": {"walls": seen.get("walls", []), "reference": seen.get("reference", []),
-                                   "attempts": seen.get("attempts", 1)}}
+                                   "spans": seen.get("spans", []), "attempts": seen.get("attempts", 1)}}
         elif isinstance(answer, dict):
             answer = {**answer, "observed": seen}
         out.append({**record, "answer": answer})

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from pathlib import Path
 from typing import Callable
 
+from .. import clock
 from ..checks import task as find_task
 from ..checks.core import cases_for
 from ..checks.referee import AGAIN, better, take_reference
@@ -33,6 +33,7 @@ from .seeds import device_rng
 from .watchdog import Frozen
 
 MAX_LINE = 16 * 2**20  # one round's answer, as JSON
+MAX_SPANS = 100_000  # spans one round may time on the grader's clock
 TRIES = 3  # references taken while the kernel is frozen before a round in which it kept running is void
 
 
@@ -101,6 +102,8 @@ class RefereeServer:
             return {"ok": False}
         if op in ("device", "call") and session["task"].simulated is not None:
             return self._device(session, op, request)
+        if op == "clock":
+            return self._clock(session, request)
         case, rnd = request.get("case"), request.get("round")
         if op == "again":
             return self._again(session, case)
@@ -108,12 +111,13 @@ class RefereeServer:
                 and 0 <= rnd < session["task"].rounds) or case in session["void"]:
             return {"ok": False}
         seen = self.observations.setdefault(session["grade_id"], {}).setdefault(
-            f"{session['task_id']}|{case}", {"walls": {}, "reference": {}, "rounds": {}})
+            f"{session['task_id']}|{case}", _fresh())
         if op == "start":
-            session["started"] = (case, rnd, time.perf_counter())
+            session.update(started=(case, rnd, clock.PERF()), spans=[], open=[])
             return {"ok": True}
         if op == "finish" and session.get("started", (None, None))[:2] == (case, rnd):
-            wall = time.perf_counter() - session.pop("started")[2]
+            wall = clock.PERF() - session.pop("started")[2]
+            seen["spans"][rnd] = session.pop("spans")
             reference = self._reference(session["task"], session["cases"][case], request.get("answer"))
             if reference is VOID:
                 session["void"].add(case)
@@ -124,6 +128,21 @@ class RefereeServer:
             seen["reference"][rnd] = reference
             return {"ok": True}
         return {"ok": False}
+
+    def _clock(self, session: dict, request: dict) -> dict:
+        """The course's clock during a round: this server's time at each end of a span, and the span kept (seconds
+        per call, label). Outside a round, or past ``MAX_SPANS`` in one, there is no time to read."""
+        if "started" not in session or len(session["spans"]) >= MAX_SPANS:
+            return {"ok": False}
+        now = clock.PERF()
+        if request.get("mark") == "begin":
+            session["open"].append(now)
+            return {"ok": True, "t": now}
+        inner, label = request.get("inner"), request.get("label")
+        if not (session["open"] and isinstance(inner, int) and inner >= 1 and isinstance(label, str)):
+            return {"ok": False}
+        session["spans"].append([(now - session["open"].pop()) / inner, label[:40]])
+        return {"ok": True, "t": now}
 
     def _again(self, session: dict, case) -> dict:
         """Judge the attempt just made at ``case`` from this server's figures: keep it if it is the best so far,
@@ -140,7 +159,7 @@ class RefereeServer:
         best = better(session["task"], session["cases"][case], attempt, best)
         kept[key] = (attempts + 1, best)
         if best[1] and attempts + 1 <= AGAIN:
-            tasks[key] = {"walls": {}, "reference": {}, "rounds": {}}
+            tasks[key] = _fresh()
             return {"ok": True, "again": True}
         return {"ok": True, "again": False}
 
@@ -211,7 +230,8 @@ class RefereeServer:
 
     # ------------------------------------------------------------ for the rescoring
     def observed(self) -> dict:
-        """Plain data: grade id -> "task|case" -> {"walls", "reference", "rounds": [...] in round order, "attempts"}
+        """Plain data: grade id -> "task|case" -> {"walls", "reference", "spans", "rounds": [...] in round order,
+        "attempts"}
         (of a case measured again, its best attempt), or for a simulated device what its ``_observed()`` says."""
         out = {}
         for grade_id, tasks in self.observations.items():
@@ -225,17 +245,24 @@ class RefereeServer:
 VOID = object()  # a reference during which the kernel kept running
 
 
+def _fresh() -> dict:
+    """An attempt at a case before its rounds: by round, the answer, the wall, the reference and the spans timed."""
+    return {"walls": {}, "reference": {}, "rounds": {}, "spans": {}}
+
+
 def _plain(seen: dict) -> dict:
-    """One attempt's figures as the answer a task scores: ``{"rounds", "observed": {"walls", "reference"}}``."""
+    """One attempt's figures as the answer a task scores: ``{"rounds", "observed": {"walls", "reference",
+    "spans"}}``."""
     return {"rounds": _ordered(seen["rounds"]),
-            "observed": {"walls": _ordered(seen["walls"]), "reference": _ordered(seen["reference"])}}
+            "observed": {"walls": _ordered(seen["walls"]), "reference": _ordered(seen["reference"]),
+                         "spans": _ordered(seen["spans"])}}
 
 
 def _flat(attempts: int, judged: tuple) -> dict:
     """An attempt (``better``'s ``(score, busy, answer)``) as :meth:`RefereeServer.observed` gives it."""
     answer = judged[2]
     return {"walls": answer["observed"]["walls"], "reference": answer["observed"]["reference"],
-            "rounds": answer["rounds"], "attempts": attempts}
+            "spans": answer["observed"]["spans"], "rounds": answer["rounds"], "attempts": attempts}
 
 
 def _ordered(by_round: dict) -> list:

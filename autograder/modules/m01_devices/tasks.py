@@ -12,6 +12,7 @@ import statistics
 import time
 from typing import Any
 
+from ... import clock as course_clock
 from ...checks import referee
 from ...checks.core import Part, Task, close
 from ...fakes.devices import fake_torch, mlx_modules
@@ -508,15 +509,22 @@ _TOLD: list = []
 
 
 def _counting(make_step, events: list):
-    """``make_step`` that logs when each model is built and when each of its step calls begins (perf_counter)."""
+    """``make_step`` that logs when each model is built and when each of its step calls begins (the course's clock);
+    each call is also a span of that clock, ``step:<device>`` (in a check's round the referee keeps it:
+    ``referee.off_clock``)."""
     def build(device, width, *args, **kwargs):
         index = sum(1 for e in events if e[0] == "build")
-        events.append(("build", index, str(device), time.perf_counter()))
+        events.append(("build", index, str(device), course_clock.now()))
         step = make_step(device, width, *args, **kwargs)
+        label = f"step:{str(device).split(':')[0]}"
 
         def counted():
-            events.append(("call", index, None, time.perf_counter()))
-            return step()
+            events.append(("call", index, None, course_clock.now()))
+            course_clock.begin()
+            try:
+                return step()
+            finally:
+                course_clock.end(1, label)
         return counted
     return build
 
@@ -544,7 +552,7 @@ def _speedup_answer(learner, case) -> dict:
     events: list = []
     with step_threads():
         result = learner(_counting(make_step, events), case["width"])
-        events.append(("return", None, None, time.perf_counter()))
+        events.append(("return", None, None, course_clock.now()))
     if not isinstance(result, dict):
         return {"not_a_dict": repr(result)[:80]}
     attempt = {k: _seconds(result.get(k)) for k in ("cpu_s", "accel_s")}
@@ -578,6 +586,12 @@ def _speedup_reference(case, answer) -> dict:
                 "accel_s": time_fn(make_step(accel, case["width"]), device=accel, **like_time_call).median_s}
     return referee.retaken(["m01.speedup", case, accel], take, lambda r: [1 / r["cpu_s"], 1 / r["accel_s"]],
                            lambda a, b: {k: min(a[k], b[k]) for k in a})
+
+
+def _clock_claims(r: dict) -> list:
+    """Each reported step time is at least the shortest call of that device's step on the course's clock
+    (``referee.off_clock``)."""
+    return [(r["cpu_s"], "step:cpu"), (r["accel_s"], f"step:{r['accel_device']}")]
 
 
 STEPS_TOTAL_RATIO = 1.75  # a median of 5 single steps is at most 5/3 of their mean (about 1 in practice); n steps: n
@@ -620,7 +634,7 @@ def _speedup_score(case, answer, want) -> list[Part]:
         fast_cpu = _say("speedup_fast_cpu") if key == "cpu_s" or best == "cpu" else None
         measured, compared = side_by_side("step", answer, _say("speedup_step", device=name), lambda r: r[key],
                                           lambda ref: ref[key], lambda r: r["cpu_s"] + r["accel_s"], "s",
-                                          weight=1, faster_above=False, too_fast=fast_cpu)
+                                          weight=1, faster_above=False, too_fast=fast_cpu, clock_claims=_clock_claims)
         if not measured:
             return [Part(False, compared[0].message, weight=4)]
         if inflated.get(key, 0.0) >= STEPS_TOTAL_RATIO:  # several steps reported as one: the band cannot tell 3x

@@ -560,6 +560,11 @@ def _claimed_seconds(r) -> float:
     return r["seconds"]
 
 
+def _clock_claims(r) -> list:
+    """The round's time per multiplication came from ``time_fn`` (``referee.off_clock``)."""
+    return [(r["seconds"], "time_fn")]
+
+
 def _implied(r: dict) -> float:
     return 2 * r["n"]**3 / r["seconds"] / 1e12
 
@@ -632,11 +637,15 @@ def _measure_score(case: dict, answer: dict, want) -> list[Part]:
     too_fast = bool(found) and found[0] > rules()["side_by_side"]["matmul"]["hi"] \
         and load_explains("matmul", answer, mine, theirs) is None  # the reference slowed: said so, no mistake named
     measured, compared = side_by_side("matmul", answer, what, mine, theirs, _claimed_seconds, "TFLOP/s",
-                                      too_fast=_too_fast(case))
+                                      too_fast=_too_fast(case), clock_claims=_clock_claims)
     if not measured:
-        if referee.unmeasured(answer, _claimed_seconds) in ("no rounds", "not observed"):
+        why = referee.unmeasured(answer, _claimed_seconds)
+        if why in ("no rounds", "not observed"):
             return compared
-        return [_unmeasured(answer)]
+        if not why and not all(r.get("time_fn") for r in rounds):  # timed by hand: no time the course's clock saw
+            hand = _timed_with_time_fn(rounds)
+            return [replace(hand, message=hand.message + compared[0].message)]
+        return compared if not why else [_unmeasured(answer)]
     if too_fast:
         compared = [replace(p, mistake="too_fast") if not p.ok else p for p in compared]
     parts = [consistent, _first_size(rounds, timed=not too_fast), _timed_with_time_fn(rounds)]

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ... import clock
 from ...checks import referee
 from ...checks.core import Part, Task, close
 from ...fakes.nvml import INIT_FAILURES, fake_pynvml, fake_torch_cuda
@@ -429,7 +430,8 @@ STEP_BUDGET_S = 0.3  # seconds of one timing, the learner's (the task text says 
 
 
 def _counting(builds: list):
-    """:func:`.lesson.mlp_step` that records, per step built, how many times it was called."""
+    """:func:`.lesson.mlp_step` that records, per step built, how many times it was called; each call is a span of
+    the course's clock (``"step"``: in a check's round the referee keeps it, ``referee.off_clock``)."""
     def make_step(dims, batch, device, frozen=0):
         step = mlp_step(dims, batch, device, frozen)
         record = {"calls": 0}
@@ -437,7 +439,11 @@ def _counting(builds: list):
 
         def counted():
             record["calls"] += 1
-            return step()
+            clock.begin()
+            try:
+                return step()
+            finally:
+                clock.end(1, "step")
         counted.model = step.model
         return counted
     return make_step
@@ -499,7 +505,8 @@ def _mfu_score(case, answer, want) -> list[Part]:
                                 found=_show(result["seconds_per_step"])), 4.0)]
     what = msg("m06.mfu_what", case=text)
     mine, theirs = (lambda r: r["seconds_per_step"]), (lambda ref: ref["seconds"])
-    measured, compared = side_by_side("step", answer, what, mine, theirs, mine, "s", weight=1.0, faster_above=False)
+    measured, compared = side_by_side("step", answer, what, mine, theirs, mine, "s", weight=1.0, faster_above=False,
+                                      clock_claims=lambda r: [(r["seconds_per_step"], "step")])
     if not measured:
         return [Part(False, compared[0].message, 4.0)]
     ratio = referee.median_ratio(answer, mine, theirs)

@@ -171,9 +171,12 @@ def band(lo, hi):
 
 
 def speedup(rounds, reference, walls=None):
-    """A recorded m01.speedup answer: the learner's rounds and what the referee observed (by hand)."""
+    """A recorded m01.speedup answer: the learner's rounds and what the referee observed (by hand; the course's clock
+    saw each device's step calls take what the round reports, or less)."""
     walls = [1.0] * len(rounds) if walls is None else walls
-    return {"rounds": rounds, "observed": {"walls": walls, "reference": reference}}
+    spans = [[[min(r[k], 1.0), f"step:{d}"] for k, d in (("cpu_s", "cpu"), ("accel_s", r.get("accel_device")))
+              if isinstance(r.get(k), float) and r[k] > 0] if isinstance(r, dict) else [] for r in rounds]
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": reference, "spans": spans}}
 
 
 def capped(parts):

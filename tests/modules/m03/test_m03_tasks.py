@@ -217,9 +217,13 @@ def test_small_launch_bound_copies_are_not_called_cache_hits():
 
 # ---------------------------------------------------------------- measurements: answers as recorded, by hand
 def observed(rounds, references, walls=None):
-    """A measurement answer: the learner's rounds and what the referee observed (walls, references)."""
+    """A measurement answer: the learner's rounds and what the referee observed (walls, references, and the course's
+    clock timing each size with time_fn, one call reading the set as often as 64 MiB takes, at the round's GB/s)."""
     walls = [1.0] * len(rounds) if walls is None else walls
-    return {"rounds": rounds, "observed": {"walls": walls, "reference": references}}
+    spans = [[[max(1, 2**26 // size) * size / (gbs * 1e9), f"time_fn:{i}"]
+              for i, (size, gbs) in enumerate(zip(r["sizes"], r["gbs"])) if isinstance(gbs, float) and gbs > 0]
+             if isinstance(r, dict) and isinstance(r.get("gbs"), list) and r.get("sizes") else [] for r in rounds]
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": references, "spans": spans}}
 
 
 LLC = checks.LLC_CAP  # the judged cache: a CPU reporting this last-level cache (or a larger one)

@@ -171,9 +171,14 @@ def step_round(seconds, peak=PEAK, case=STEP_CASE, **overrides):
             "utilization": flops / seconds / (peak * 1e12), **overrides}
 
 
-def step_answer(rounds, ref_seconds, walls=None):
+def step_answer(rounds, ref_seconds, walls=None, call_s=None):
+    """Rounds with what the referee saw: walls, the reference, and the step's calls on the course's clock (``call_s``
+    each; by default what each round reports: the clock saw what was timed)."""
     walls = [1.0] * len(rounds) if walls is None else walls
-    return {"rounds": rounds, "observed": {"walls": walls, "reference": [{"seconds": ref_seconds}] * len(rounds)}}
+    spans = [[[call_s or r.get("seconds_per_step"), "step"]] * 4
+             if isinstance(call_s or r.get("seconds_per_step"), float) else [] for r in rounds]
+    return {"rounds": rounds, "observed": {"walls": walls, "reference": [{"seconds": ref_seconds}] * len(rounds),
+                                           "spans": spans}}
 
 
 STEP_S = A.step_flops(STEP_CASE["dims"], STEP_CASE["batch"], STEP_CASE["frozen"]) / (0.1 * PEAK * 1e12)
@@ -210,7 +215,8 @@ def test_a_step_time_off_by_no_more_than_the_reference_spread_is_told_the_machin
     answer["observed"]["reference"] = [{"seconds": s} for s in (STEP_S, 4 * STEP_S, 4 * STEP_S)]
     parts = step_score(STEP_CASE, answer)
     assert not named(parts) and "the machine was busy" in parts[-1].message.en and fraction(parts) < 1
-    answer["rounds"] = [step_round(STEP_S / 80)] * 3
+    answer = {**step_answer([step_round(STEP_S / 80)] * 3, STEP_S), "observed": {
+        **step_answer([step_round(STEP_S / 80)] * 3, STEP_S)["observed"], "reference": answer["observed"]["reference"]}}
     assert named(step_score(STEP_CASE, answer)) == {"no_sync"}
 
 
