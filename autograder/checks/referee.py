@@ -287,11 +287,12 @@ CLOCK_SLACK = 0.97  # a time per call this share of the shortest call the clock 
 def off_clock(answer: Any, claims) -> Unmeasured | None:
     """The one rule of the course's clock: why a round's figure was not measured on it, or None.
 
-    ``claims(round_answer)`` -> ``[(seconds per call, label), ...]`` or ``(seconds per unit, label, "units")``: the
-    time per call each of the round's figures says (or per unit of work, where a call does a whole number of units
-    the figure does not say: reads of a working set), and which spans it times. Label ``"time_fn"``: the figure came
-    from ``time_fn`` (whose samples carry ``time_fn:<k>``), so it must be one of its summaries (median, mean, min,
-    p10, p90) of one call of it that round (a whole number of units of it); another label (a call the course counted,
+    ``claims(round_answer)`` -> ``[(seconds per call, label), ...]``, ``(seconds per unit, label, "units")`` or
+    ``(seconds, label, factors)``: the time per call each of the round's figures says (or per unit of work, where a
+    call does a whole number of units the figure does not say: reads of a working set; or that time times one of
+    ``factors``, the slips of units a task names by their own parts), and which spans it times. Label ``"time_fn"``:
+    the figure came from ``time_fn`` (whose samples carry ``time_fn:<k>``), so it must be one of its summaries
+    (median, mean, min, p10, p90) of one call of it that round (a whole number of units of it); another label (a call the course counted,
     timed by the learner's own code around it): at least the shortest such call (the learner's clock runs around the
     course's span, so an honest time is never shorter). A figure from a replaced clock, or computed rather than
     timed, is neither.
@@ -299,16 +300,17 @@ def off_clock(answer: Any, claims) -> Unmeasured | None:
     from ..harness import summary_times
     for k, mine in enumerate(rounds(answer)):
         try:
-            wanted = [(float(claim[0]), str(claim[1]), tuple(claim[2:]) == ("units",))
+            wanted = [(float(claim[0]), str(claim[1]), claim[2] if len(claim) > 2 else (1.0,))
                       for claim in claims(mine)]
         except (TypeError, ValueError, KeyError, ZeroDivisionError, AttributeError, IndexError):
             continue  # an answer of the wrong shape is the task's own part to judge
         spans = timed(answer, k)
-        for seconds, label, units in wanted:
+        for seconds, label, factors in wanted:
             if label == "time_fn":
                 summaries = [t for name, samples in spans.items() if name.startswith("time_fn:")
                              for t in summary_times(samples)]
-                if not any(_whole(t / seconds) if units else math.isclose(seconds, t, rel_tol=1e-6)
+                if not any(_whole(t / seconds) if factors == "units" else
+                           any(math.isclose(seconds * float(f), t, rel_tol=1e-6) for f in factors)
                            for t in summaries if seconds > 0):
                     near = [t for t in summaries if t > 0 and seconds > 0]
                     return _off("off", seconds, min(near, key=lambda t: abs(math.log(t / seconds)), default=None))

@@ -969,13 +969,22 @@ def _virtual_mistake(n: int, found: float, right: float, facts: dict) -> tuple[s
     return "copy_sim_other", None
 
 
+SLIPS = (1.0, 0.5, GIB_RATIO, 0.5 * GIB_RATIO)  # the units a copy's GB/s may slip by, each named by its own part
+
+
+def _clock_claims(n: int):
+    """On a GPU the copy's GB/s came from ``time_fn``: 8n bytes over one of its times, or that with a slip of units
+    (reads only, GiB/s), which the band names (``referee.off_clock``)."""
+    return lambda r: [(2 * n * 4 / (r["gbs"] * 1e9), "time_fn", SLIPS)]
+
+
 def _copy_on_gpu(case, answer, rounds) -> tuple[bool, list[Part]]:
     """A GPU: the median round against the course's copy kernel measured in turns with it, and the spec sheet."""
     from ...expectations import load_explains, side_by_side
     n = int(rounds[0].get("n") or copy_elements(case))
     what = _m("copy_what", n=f"{n:,}", device=rounds[0].get("device") or "GPU")
     measured, compared = side_by_side("bandwidth", answer, what, lambda r: r["gbs"], lambda ref: ref["gbs"],
-                                      lambda r: 2 * n * 4 / (r["gbs"] * 1e9), "GB/s")
+                                      lambda r: 2 * n * 4 / (r["gbs"] * 1e9), "GB/s", clock_claims=_clock_claims(n))
     if not measured:
         return False, compared
     parts = list(compared)

@@ -130,7 +130,22 @@ def test_a_constant_on_the_virtual_clock_earns_nothing_for_the_measurement():
 def _gpu_rounds(gbs: float) -> dict:
     copy = {"right": True, "error": None, "oob": False, "reads": 1000, "writes": 1000, "sectors": 4.0}
     rounds = [{"device": "NVIDIA H100", "simulated": False, "n": 2**26, "gbs": gbs, "copy": copy}] * 3
-    return {"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": [{"gbs": 1000.0}] * 3}}
+    spans = [[[8 * 2**26 / (gbs * 1e9), "time_fn:0"]]] * 3  # time_fn's sample on the course's clock
+    return {"rounds": rounds, "observed": {"walls": [1.0] * 3, "reference": [{"gbs": 1000.0}] * 3, "spans": spans}}
+
+
+def test_on_a_gpu_a_copy_not_timed_by_time_fn_earns_nothing():
+    """The GPU path's figure must come from time_fn's times on the course's clock (or a slip of units named by its
+    own part): one timed by hand, on a replaced clock, earns nothing."""
+    t = task("m07.copy")
+    for factor, measured in ((1.0, True), (0.5, True), (tasks.GIB_RATIO, True), (0.8, False)):
+        answer = _gpu_rounds(1000.0)
+        answer["rounds"] = [dict(r, gbs=1000.0 * factor) for r in answer["rounds"]]
+        parts = t.score(t.visible()[0], answer, None)
+        said = " ".join(p.message.en for p in parts)
+        assert ("not measured on the course's clock" not in said) is measured, (factor, said)
+        if not measured:
+            assert fraction(parts) == 0.0
 
 
 @pytest.mark.parametrize("gbs,mistake", [(1000.0, None), (500.0, "reads_only"), (25.0, "host_arrays"),
@@ -155,7 +170,8 @@ def test_on_a_gpu_a_copy_off_by_no_more_than_the_reference_spread_names_no_mista
     parts = t.score(t.visible()[0], answer, None)
     assert not any(p.mistake for p in parts if not p.ok) and fraction(parts) < 1.0
     assert any("the machine was busy" in p.message.en for p in parts if p.measured)
-    answer["rounds"] = _gpu_rounds(90000.0)["rounds"]
+    answer = {**_gpu_rounds(90000.0), "observed": {**_gpu_rounds(90000.0)["observed"],
+                                                    "reference": answer["observed"]["reference"]}}
     assert any(p.mistake == "no_synchronize" for p in t.score(t.visible()[0], answer, None))
 
 
