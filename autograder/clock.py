@@ -1,11 +1,10 @@
 """The course's clock: what the course's own timing code reads (``harness.time_fn``, a check's counted calls).
 
 ``time.perf_counter`` is bound here at import, before a learner's code runs, so code that replaces it (a measured
-function that slows the clock) moves no figure the course times. During a measured round a referee holds the clock
-(:func:`held_by`): the learner's own kernel (the same clock) or, while grading, the grader, over its socket. The
-holder reads its own clock at both ends of each timed span and keeps the span (seconds per call, and a label that
-says what was timed), so a figure can be checked against the calls as that clock saw them
-(``checks.referee.off_clock``).
+function that slows the clock) moves no figure the course times. During a measured round the referee holds the clock
+(:func:`held_by`, a :class:`Spans`) and keeps every span timed (seconds per call, and a label that says what was
+timed); the round sends them to the grader with its answer, so a figure is checked against the calls as that clock
+saw them (``checks.referee.off_clock``). A fake or virtual device holds it with its own clock (:class:`Reading`).
 """
 from __future__ import annotations
 
@@ -14,8 +13,6 @@ from contextlib import contextmanager
 from typing import Protocol
 
 PERF = time.perf_counter  # bound before any learner code runs
-HELD_SAMPLE_S = 0.01  # a sample of time_fn lasts at least this while a referee holds the clock (a span costs two
-# messages to the grader, ~0.1 ms: at most 1 % of a sample), in the kernel as while grading, so both time alike
 
 
 class Holder(Protocol):
@@ -84,7 +81,7 @@ class Reading:
 
 
 class Spans:
-    """Spans timed on this process's clock (the learner's kernel): a stack of begun spans and the ones ended."""
+    """Spans timed on this process's clock during one round: a stack of begun spans and the ones ended."""
 
     keeps = True
 

@@ -144,9 +144,8 @@ def time_fn(
     ``inner``: calls per sample (default: enough for a sample of >= ~1 ms).
     ``use_events``: on CUDA, measure with CUDA events (device time) instead of the host clock.
     If ``fn`` returns an MLX array (or a tuple/list of them) it is evaluated inside the sample.
-    Every clock read is the course's (:mod:`autograder.clock`): during a check's measured round the referee's (while
-    grading, the grader's), which keeps each sample; a sample then lasts at least ``clock.HELD_SAMPLE_S``, and CUDA
-    is timed on that clock too, never with events.
+    Every clock read is the course's (:mod:`autograder.clock`, bound before a learner's code runs); during a check's
+    measured round the referee keeps each sample as a span, and CUDA is then timed on that clock too, not with events.
     """
     _validate(fn, budget_s, warmup, min_reps, max_reps, threads, inner, flush_bytes)
     sync = synchronizer(device)
@@ -160,8 +159,7 @@ def time_fn(
         deadline = start + budget_s
         warm, per_call = _warm_up(call, sync, warmup, start + 0.1 * budget_s)
         if inner is None:
-            least = clock.HELD_SAMPLE_S if clock.held() else MIN_SAMPLE_S
-            inner, extra = (1, 0) if flush else _pick_inner(call, sync, per_call, least)
+            inner, extra = (1, 0) if flush else _pick_inner(call, sync, per_call)
             warm += extra
         label = f"time_fn:{next(_CALLS)}"
         sample = _event_sampler(name) if kind == "cuda" and use_events and not clock.held() else _wall_sample
@@ -272,23 +270,23 @@ def _warm_up(call, sync, warmup: int | None, until: float) -> tuple[int, float]:
     return calls, fastest
 
 
-def _pick_inner(call, sync, per_call: float, least: float = MIN_SAMPLE_S) -> tuple[int, int]:
-    """Calls per sample so that a sample lasts >= ``least``; returns it and the calls spent finding it."""
-    if per_call >= least:
+def _pick_inner(call, sync, per_call: float) -> tuple[int, int]:
+    """Calls per sample so that a sample lasts >= MIN_SAMPLE_S; returns it and the calls spent finding it."""
+    if per_call >= MIN_SAMPLE_S:
         return 1, 0
-    inner = max(1, min(_MAX_INNER, int(least / per_call))) if per_call > 0 else 1
+    inner = max(1, min(_MAX_INNER, int(MIN_SAMPLE_S / per_call))) if per_call > 0 else 1
     spent = 0
     while inner < _MAX_INNER:
         took = _untimed_sample(call, sync, inner)  # per-call syncs overestimate async work: check a batch
         spent += inner
-        if took >= least:
+        if took >= MIN_SAMPLE_S:
             break
-        inner = min(_MAX_INNER, max(inner * 2, int(inner * 1.2 * least / max(took, 1e-9))))
+        inner = min(_MAX_INNER, max(inner * 2, int(inner * 1.2 * MIN_SAMPLE_S / max(took, 1e-9))))
     return inner, spent
 
 
 def _untimed_sample(call, sync, inner: int) -> float:
-    """A trial sample on this process's clock (it plans a sample; no referee keeps it)."""
+    """A trial sample (it plans a sample; no referee keeps it)."""
     sync()
     began = clock.now()
     for _ in range(inner):

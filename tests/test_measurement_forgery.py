@@ -278,9 +278,9 @@ def _measured(server, source, learner):
         os.environ[referee.SOCKET_ENV] = socket_path
 
 
-def test_time_fn_reads_the_graders_clock_whatever_the_kernel_does_to_its_own(grader, monkeypatch):
-    """A measured function that slows ``time.perf_counter`` moves no figure of ``time_fn``: every sample is the
-    grader's own span, so the learner's seconds are exactly one of the grader's medians."""
+def test_time_fn_reads_the_courses_clock_whatever_the_kernel_does_to_time(grader, monkeypatch):
+    """A measured function that slows ``time.perf_counter`` moves no figure of ``time_fn``: every sample is a span of
+    the course's clock, which the round sends to the grader, so the learner's seconds are exactly one of its medians."""
     from autograder.checks import referee
     from autograder.harness import summary_times, time_fn
     source = 'check("m02.measure", measure_matmul, points=3)'
@@ -301,7 +301,7 @@ def test_time_fn_reads_the_graders_clock_whatever_the_kernel_does_to_its_own(gra
     spans = [row for rounds in seen["m02.measure|0"]["spans"] for row in rounds]
     medians = [summary_times([s for s, label in rounds if label.startswith("time_fn")])[0]
                for rounds in seen["m02.measure|0"]["spans"]]
-    assert spans and [t.median_s for t in kernel_timings] == medians  # the grader's own figures, to the last bit
+    assert spans and [t.median_s for t in kernel_timings] == medians  # the grader's figures, to the last bit
     assert "course's clock" not in " ".join(verdict.text.split()), verdict.text
     answer = {"rounds": seen["m02.measure|0"]["rounds"], "observed": seen["m02.measure|0"]}
     assert referee.off_clock(answer, lambda r: [(r["seconds"], "time_fn")]) is None
@@ -310,7 +310,7 @@ def test_time_fn_reads_the_graders_clock_whatever_the_kernel_does_to_its_own(gra
 @pytest.mark.parametrize("task_id", ["m02.measure", "m03.sweep"])
 def test_a_figure_timed_on_a_slowed_clock_earns_nothing(grader, monkeypatch, task_id):
     """The issue's attack on the measurements timed with time_fn: the figure timed by hand on a clock slowed to half
-    speed (time_fn called beside it, for show). None of time_fn's times on the grader's clock gives it: 0."""
+    speed (time_fn called beside it, for show). None of time_fn's times on the course's clock gives it: 0."""
     from autograder.harness import time_fn
     source = f'check("{task_id}", learner, points=3)'
     server = grader(source)
@@ -344,7 +344,7 @@ def test_a_figure_timed_on_a_slowed_clock_earns_nothing(grader, monkeypatch, tas
 
 @pytest.mark.parametrize("task_id", ["m01.speedup", "m06.mfu"])
 def test_a_step_timed_on_a_slowed_clock_earns_nothing(grader, monkeypatch, task_id):
-    """The steps the check hands over are timed on the grader's clock, call by call: a time per step shorter than
+    """The steps the check hands over are timed on the course's clock, call by call: a time per step shorter than
     any call took (the learner's own timer on a clock slowed to a tenth) earns nothing."""
     import time
     source = f'check("{task_id}", learner, points=3)'

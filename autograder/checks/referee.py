@@ -13,9 +13,9 @@ is the grader: :class:`RemoteReferee` talks to it over the Unix socket named by
 keeps its own clock and takes the reference outside the sandbox; none of its
 figures reach the kernel, and it scores the rounds with what it observed.
 
-During a round the referee also holds the course's clock (:mod:`autograder.clock`): every span the course's timing
-code times (a sample of ``time_fn``, a counted call) is read on the referee's clock, the grader's while grading, and
-kept (``observed["spans"]``), so a figure is held to the calls as that clock saw them (:func:`off_clock`).
+During a round the referee also holds the course's clock (:mod:`autograder.clock`, bound before a learner's code
+runs): every span the course's timing code times (a sample of ``time_fn``, a counted call) is kept and sent with the
+round (``observed["spans"]``), so a figure is held to the calls as that clock saw them (:func:`off_clock`).
 """
 from __future__ import annotations
 
@@ -102,28 +102,12 @@ class RemoteReferee:
 
     def start(self, case_index: int, round_index: int) -> None:
         self._ask(op="start", case=case_index, round=round_index)
-        clock.hold(self)
+        self._spans = clock.Spans()
+        clock.hold(self._spans)
 
     def finish(self, case_index: int, round_index: int, case: Any, answer: Any) -> None:
-        clock.release(self)
-        self._ask(op="finish", case=case_index, round=round_index, answer=answer)
-
-    keeps = True  # the course's clock during a round: the grader's, which keeps each span
-
-    def now(self) -> float:
-        return clock.PERF()
-
-    def begin(self) -> float:
-        return self._time(op="clock", mark="begin")
-
-    def end(self, inner: int, label: str) -> float:
-        return self._time(op="clock", mark="end", inner=inner, label=label)
-
-    def _time(self, **request) -> float:
-        reply = self._ask(**request)
-        if not isinstance(reply.get("t"), float):
-            raise RuntimeError(msg("measure.clock_refused").text())
-        return reply["t"]
+        clock.release(self._spans)
+        self._ask(op="finish", case=case_index, round=round_index, answer=answer, spans=self._spans.kept)
 
     def observed(self, case_index: int) -> None:
         return None  # the grader fills this in from its own observations

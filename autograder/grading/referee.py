@@ -33,7 +33,7 @@ from .seeds import device_rng
 from .watchdog import Frozen
 
 MAX_LINE = 16 * 2**20  # one round's answer, as JSON
-MAX_SPANS = 100_000  # spans one round may time on the grader's clock
+MAX_SPANS = 100_000  # spans of the course's clock a round may report
 TRIES = 3  # references taken while the kernel is frozen before a round in which it kept running is void
 
 
@@ -102,8 +102,6 @@ class RefereeServer:
             return {"ok": False}
         if op in ("device", "call") and session["task"].simulated is not None:
             return self._device(session, op, request)
-        if op == "clock":
-            return self._clock(session, request)
         case, rnd = request.get("case"), request.get("round")
         if op == "again":
             return self._again(session, case)
@@ -113,11 +111,11 @@ class RefereeServer:
         seen = self.observations.setdefault(session["grade_id"], {}).setdefault(
             f"{session['task_id']}|{case}", _fresh())
         if op == "start":
-            session.update(started=(case, rnd, clock.PERF()), spans=[], open=[])
+            session["started"] = (case, rnd, clock.PERF())
             return {"ok": True}
         if op == "finish" and session.get("started", (None, None))[:2] == (case, rnd):
             wall = clock.PERF() - session.pop("started")[2]
-            seen["spans"][rnd] = session.pop("spans")
+            seen["spans"][rnd] = _spans(request.get("spans"))
             reference = self._reference(session["task"], session["cases"][case], request.get("answer"))
             if reference is VOID:
                 session["void"].add(case)
@@ -128,21 +126,6 @@ class RefereeServer:
             seen["reference"][rnd] = reference
             return {"ok": True}
         return {"ok": False}
-
-    def _clock(self, session: dict, request: dict) -> dict:
-        """The course's clock during a round: this server's time at each end of a span, and the span kept (seconds
-        per call, label). Outside a round, or past ``MAX_SPANS`` in one, there is no time to read."""
-        if "started" not in session or len(session["spans"]) >= MAX_SPANS:
-            return {"ok": False}
-        now = clock.PERF()
-        if request.get("mark") == "begin":
-            session["open"].append(now)
-            return {"ok": True, "t": now}
-        inner, label = request.get("inner"), request.get("label")
-        if not (session["open"] and isinstance(inner, int) and inner >= 1 and isinstance(label, str)):
-            return {"ok": False}
-        session["spans"].append([(now - session["open"].pop()) / inner, label[:40]])
-        return {"ok": True, "t": now}
 
     def _again(self, session: dict, case) -> dict:
         """Judge the attempt just made at ``case`` from this server's figures: keep it if it is the best so far,
@@ -243,6 +226,14 @@ class RefereeServer:
 
 
 VOID = object()  # a reference during which the kernel kept running
+
+
+def _spans(sent) -> list:
+    """The spans a round reports (``[seconds per call, label]``), as plain data: what is not such a pair is left out,
+    at most ``MAX_SPANS``."""
+    rows = sent if isinstance(sent, list) else []
+    return [[float(r[0]), r[1][:40]] for r in rows[:MAX_SPANS] if isinstance(r, list) and len(r) == 2
+            and isinstance(r[0], (int, float)) and not isinstance(r[0], bool) and isinstance(r[1], str)]
 
 
 def _fresh() -> dict:
