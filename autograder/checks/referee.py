@@ -52,20 +52,20 @@ class LocalReferee:
     def finish(self, case_index: int, round_index: int, case: Any, answer: Any) -> None:
         wall = clock.PERF() - self._began
         clock.release(self._spans)
-        seen = self.seen.setdefault(case_index, {"walls": [], "reference": [], "spans": []})
+        seen = self.seen.setdefault(case_index, _unseen())
         seen["walls"].append(wall)
         seen["spans"].append(self._spans.kept)
         seen["reference"].append(take_reference(self.task, case, answer))
 
     def observed(self, case_index: int) -> dict | None:
-        return self.seen.get(case_index, {"walls": [], "reference": [], "spans": []})
+        return self.seen.get(case_index, _unseen())
 
     def again(self, case_index: int, case: Any, answer: dict) -> bool:
         """Whether to measure the case again (:func:`better`); the attempt is kept if it is the best so far."""
         self.tries[case_index] = self.tries.get(case_index, 0) + 1
         self.best[case_index] = better(self.task, case, answer, self.best.get(case_index))
         if self.best[case_index][1] and self.tries[case_index] <= AGAIN:
-            self.seen[case_index] = {"walls": [], "reference": [], "spans": []}
+            self.seen[case_index] = _unseen()
             return True
         return False
 
@@ -248,11 +248,16 @@ def rounds(answer: Any) -> list:
     return answer.get("rounds") or [] if isinstance(answer, dict) else []
 
 
+def _unseen() -> dict:
+    """What the referee saw of a case before its rounds: nothing yet."""
+    return {"walls": [], "reference": [], "spans": []}
+
+
 def observed(answer: Any) -> dict:
     """What the referee saw: ``walls`` (seconds of each round), ``reference`` (one per round) and ``spans`` (per
     round, the spans timed on the course's clock: ``[seconds per call, label]``)."""
     seen = answer.get("observed") if isinstance(answer, dict) else None
-    return seen if isinstance(seen, dict) else {"walls": [], "reference": [], "spans": []}
+    return seen if isinstance(seen, dict) else _unseen()
 
 
 def timed(answer: Any, round_index: int) -> dict[str, list[float]]:
