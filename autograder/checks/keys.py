@@ -1,8 +1,11 @@
 """A dict answer compared key by key: one labelled part per key, each diagnosed from its own value.
 
-The expected answer of a case also holds the answers its known mistakes give (``slips``). A wrong value names a
-mistake only where that mistake's answer, and no other's, gives it and agrees with the learner on the values it is
-computed from (:func:`compare`), so a right value elsewhere never gets a wrong diagnosis.
+The expected answer of a case also holds the answers its known mistakes give. Two ways to name one:
+- :func:`compare` (module 06): a wrong value names a mistake only where that mistake's answer, and no other's, gives
+  it and agrees with the learner on the values it is computed from.
+- :func:`exact_parts` (modules 03 and 08): a wrong value names the mistake that gives it and agrees with the learner
+  on the most keys; none where two agree equally.
+Either way a right value elsewhere never gets a wrong diagnosis.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from ..i18n import Message, msg
 from .core import Part, close
 
 REL = 1e-6
+EXACT = 1e-9  # exact_parts: relative tolerance for floating-point rounding
 
 
 def same(found: Any, want: Any) -> bool:
@@ -84,4 +88,71 @@ def compare(text: Message, short: str, want: dict, found: Any, keys: tuple, slip
             explained.add(why)
             wrong = wrong + msg(why)
         parts.append(Part(False, wrong, weight, mistake=name if first else None, label=part_label))
+    return parts
+
+
+def number(value: Any) -> Any:
+    """ints, floats and 0-d numpy/torch values as a Python number; None, strings and anything else unchanged."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def as_dict(result: Any, keys: tuple[str, ...]) -> dict:
+    """The learner's dict reduced to ``keys`` as plain data; a clear error where it is no dict or lacks a key."""
+    if not isinstance(result, dict):
+        raise TypeError(msg("keys.need_dict", keys=", ".join(keys), found=type(result).__name__).text())
+    out = {}
+    for key in keys:
+        if key not in result:
+            raise KeyError(msg("keys.no_key", key=key, keys=", ".join(keys)).text())
+        out[key] = number(result[key])
+    return out
+
+
+def exact(found: Any, want: Any, rel: float = EXACT) -> bool:
+    """Equal strings and None, numbers within rounding."""
+    if isinstance(want, str) or want is None or found is None or isinstance(found, str):
+        return found == want
+    return close(found, want, rel=rel, abs_tol=1e-300)
+
+
+def shown(value: Any) -> str:
+    """A value as an exact task's message shows it (ten digits, thousands separated)."""
+    if isinstance(value, float):
+        return f"{value:,.10g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def likeliest(found: dict, want: dict, key: str, rel: float = EXACT) -> str | None:
+    """The known mistake (``want["mistakes"]``) whose answer gives ``found[key]`` where the right answer does not:
+    the one that agrees with ``found`` on most keys. None when two fit equally well (naming either could misdiagnose)."""
+    fits = []
+    for name, answer in (want.get("mistakes") or {}).items():
+        if key in answer and exact(found.get(key), answer[key], rel) and not exact(answer[key], want[key], rel):
+            fits.append((sum(exact(found.get(k), answer.get(k), rel) for k in answer), name))
+    best = [name for agree, name in fits if agree == max(fits)[0]] if fits else []
+    return best[0] if len(best) == 1 else None
+
+
+def exact_parts(case_text: str, want: dict, found: dict, keys: tuple[str, ...], weight: float = 1.0,
+                rel: float = EXACT, mistakes: str = "") -> list[Part]:
+    """One labelled part per key; a wrong key that a known mistake gives names it (``<mistakes>.mistake.<name>``)."""
+    parts = []
+    for key in keys:
+        part_label = Message(f"{case_text} → {key}", f"{case_text} → {key}")
+        text = msg("keys.expected_found", what=part_label, expected=shown(want[key]), found=shown(found.get(key)))
+        if exact(found.get(key), want[key], rel):
+            parts.append(Part(True, text, weight, label=part_label))
+            continue
+        name = likeliest(found, want, key, rel)
+        parts.append(Part(False, text + msg(f"{mistakes}.mistake.{name}") if name else text, weight, mistake=name,
+                          label=part_label))
     return parts
