@@ -35,8 +35,11 @@ def requirements(extra: str, dist: str = DIST) -> list[Requirement]:
     except importlib.metadata.PackageNotFoundError:
         return []
     found = [Requirement(line) for line in declared]
-    return [r for r in found if r.marker is not None and r.marker.evaluate({"extra": extra})
-            and not r.marker.evaluate({"extra": ""})]
+    wanted = [r for r in found if r.marker is not None and r.marker.evaluate({"extra": extra})
+              and not r.marker.evaluate({"extra": ""})]
+    for requirement in wanted:
+        requirement.marker = None  # evaluated here: an installer would read `extra == ...` as false
+    return wanted
 
 
 def missing(wanted: list[Requirement]) -> list[Requirement]:
