@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-READY = re.compile(r"https?://\S+/lab")  # JupyterLab's address: the server is up
+READY = re.compile(r"https?://[^/\s]+:\d+/")  # an address JupyterLab serves at: the server is up
 
 
 def free_port() -> int:
