@@ -75,7 +75,7 @@ def _choose_numba() -> tuple[bool, Message]:
 
 
 WHY_INSTALL = Message("모듈 07의 커널은 Numba(GPU가 없으면 그 CUDA 시뮬레이터)와 Triton(GPU가 없으면 그 인터프리터)으로 "
-                      "돌아갑니다. 설정 명령은 이 무거운 부분(약 1 GB)을 미리 설치하지 않습니다",
+                      "돌아갑니다. 설치 명령은 이 무거운 부분(약 1 GB)을 미리 설치하지 않습니다",
                       "module 07's kernels run on Numba (its CUDA simulator without a GPU) and Triton (its "
                       "interpreter without a GPU); the set-up leaves these heavy parts (about 1 GB) until now")
 NOT_INSTALLED = optional.ensure("kernels", WHY_INSTALL)  # {package: why it is missing}
