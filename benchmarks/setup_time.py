@@ -34,9 +34,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_time(source: Path, work: Path, installer: str, cache: Path, timeout: float) -> tuple[float, str]:
-    """Seconds from ``python3 -m autograder start`` in a fresh clone to JupyterLab's address, and the set-up's last
-    ``[course]`` line about the installer."""
+def start_time(source: Path, work: Path, installer: str, cache: Path, timeout: float) -> tuple[float, str, str]:
+    """Seconds from ``python3 -m autograder start`` in a fresh clone to JupyterLab's address, the set-up's
+    ``[course]`` line about the installer, and when each ``[course]`` line came (where the time went)."""
     clone = Path(tempfile.mkdtemp(prefix="clone-", dir=work))
     subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON", "UV_CACHE", "PIP_CACHE"))}
@@ -49,14 +49,16 @@ def start_time(source: Path, work: Path, installer: str, cache: Path, timeout: f
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "start", "--no-browser", f"--port={free_port()}"],
                             cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace", start_new_session=True)
-    said, lines = "", []
+    said, lines, marks = "", [], []
     try:
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("[course]") and ("uv" in line or "pip" in line):
-                said = line.strip()
+            if line.startswith("[course]"):
+                marks.append(f"{time.perf_counter() - began:.0f} s {' '.join(line.split()[1:3])}")
+                if " uv" in line or " pip" in line:
+                    said = line.strip()
             if READY.search(line):
-                return time.perf_counter() - began, said
+                return time.perf_counter() - began, said, "; ".join(marks)
             if time.perf_counter() - began > timeout:
                 break
         raise RuntimeError(f"{installer}: JupyterLab did not start:\n{''.join(lines[-30:])}")
@@ -84,9 +86,10 @@ def main() -> int:
         for state in ("cold", "warm"):
             for name in installers:
                 load = os.getloadavg()[0]
-                seconds, said = start_time(args.source, work, name, caches[name], args.timeout)
+                seconds, said, marks = start_time(args.source, work, name, caches[name], args.timeout)
                 times[name][state] = seconds
-                print(f"{name:>4} {state}: {seconds:6.1f} s  (load average before: {load:.1f}; {said})", flush=True)
+                print(f"{name:>4} {state}: {seconds:6.1f} s  (load average before: {load:.1f}; {said})\n"
+                      f"      [course] lines at: {marks}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("\ninstaller   cold (s)   warm (s)")
