@@ -63,12 +63,31 @@ def start_time(source: Path, work: Path, installer: str, cache: Path, timeout: f
                 break
         raise RuntimeError(f"{installer}: JupyterLab did not start:\n{''.join(lines[-30:])}")
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_group(proc)
         shutil.rmtree(clone, ignore_errors=True)
+
+
+def stop_group(proc: subprocess.Popen, grace: float = 10) -> None:
+    """End the run's process group, JupyterLab included: SIGTERM, then SIGKILL to whatever is left after ``grace``
+    seconds (a JupyterLab still starting up may not act on SIGTERM)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()  # the leader reaped: a zombie still counts as in the group
+            try:
+                os.killpg(proc.pid, 0)  # anyone left in the group?
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            continue
+        break
+    proc.wait()
+    proc.stdout.close()
 
 
 def main() -> int:
