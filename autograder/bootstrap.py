@@ -1,7 +1,8 @@
 """First-run set-up with the standard library only: ``python3 -m autograder start|test``.
 
 Creates ``.venv`` in the repository (once), installs the course into it with the
-right PyTorch build for this machine, then opens JupyterLab on the start page
+right PyTorch build for this machine (with uv where it can be had, else pip: :func:`installer`),
+then opens JupyterLab on the start page
 (``start``) or runs the whole test suite (``test``). Other subcommands are handed
 to :mod:`autograder.cli` inside the virtual environment: the command line is
 checked here first, so ``--help`` and usage errors need no install, and the hand-over
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
@@ -32,6 +35,8 @@ TORCH = "torch>=2.4"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 HOP = "COURSE_BOOTSTRAP_HOP"  # set for the one re-execution inside .venv: the folder it came from
 SETUP = "python3 -m autograder setup"
+UV = "uv>=0.5"  # the installer the set-up prefers: a wheel on PyPI, installed into .venv by pip
+INSTALLER_ENV = "COURSE_INSTALLER"  # `pip` makes pip install even where uv can be had (benchmarks/setup_time.py)
 
 
 def say(ko: str, en: str) -> None:
@@ -54,8 +59,8 @@ def command_line(*args: str | Path) -> str:
     return subprocess.list2cmdline(parts) if os.name == "nt" else shlex.join(parts)
 
 
-def run(*args: str | Path, check: bool = True) -> int:
-    return subprocess.run([str(a) for a in args], cwd=ROOT, check=check).returncode
+def run(*args: str | Path, check: bool = True, env: dict[str, str] | None = None) -> int:
+    return subprocess.run([str(a) for a in args], cwd=ROOT, check=check, env=env).returncode
 
 
 def probe(*args: str | Path) -> str | None:
@@ -65,13 +70,93 @@ def probe(*args: str | Path) -> str | None:
     return lines[-1].strip() if done.returncode == 0 and lines else None
 
 
-def pip(*args: str | Path) -> tuple:
-    return (PYTHON, "-m", "pip", "install", "--disable-pip-version-check", *args)
+def pip(*args: str | Path, python: str | Path = None) -> tuple:
+    return (python or PYTHON, "-m", "pip", "install", "--disable-pip-version-check", *args)
 
 
-def must(*args: str | Path) -> None:
-    """Run ``args``; if it fails, stop with the command to retry (pip has already said why)."""
-    if run(*args, check=False) != 0:
+@dataclass(frozen=True)
+class Installer:
+    """The program that installs packages into one Python environment, and why it was chosen (ko, en)."""
+
+    name: str  # "uv" or "pip"
+    program: tuple  # the command line before what it installs
+    why: tuple[str, str]
+    env: dict[str, str] | None = field(default=None, compare=False)  # uv: pip's index settings translated
+
+    def install(self, *args: str | Path) -> tuple:
+        return (*self.program, *args)
+
+
+def installer(python: str | Path = None, fetch_uv: bool = True) -> Installer:
+    """The one choice of installer: uv where it is beside ``python`` or on PATH, or (``fetch_uv``) where pip can
+    install it from the package index into that environment; pip otherwise, or where ``COURSE_INSTALLER=pip``.
+    uv installs the same packages from the same indexes (:func:`uv_environment`) in seconds from its cache."""
+    python = Path(python or PYTHON)
+    plain = Installer("pip", pip(python=python), ("", ""))
+    if os.environ.get(INSTALLER_ENV, "").strip().lower() == "pip":
+        return Installer("pip", plain.program, (f"{INSTALLER_ENV}=pip 이므로 pip으로 설치합니다.",
+                                                f"{INSTALLER_ENV}=pip: installing with pip."))
+    found = uv_program(python)
+    fetched = False
+    if found is None and fetch_uv and run(*pip("-q", UV, python=python), check=False) == 0:
+        found, fetched = uv_program(python), True
+    if found is None:
+        return Installer("pip", plain.program, ("uv를 찾거나 설치할 수 없어 pip으로 설치합니다(더 느립니다).",
+                                                "uv could not be found or installed: installing with pip (slower)."))
+    where = ("패키지 색인에서 가상 환경에 설치한", "installed into the environment from the package index") if fetched \
+        else (f"이미 있는({found})", f"already present ({found})")
+    return Installer("uv", (found, "pip", "install", "--python", python),
+                     (f"{where[0]} uv로 설치합니다(pip과 같은 색인, 캐시가 있으면 몇 초).",
+                      f"Installing with uv, {where[1]}: the same indexes as pip, seconds with a warm cache."),
+                     uv_environment(pip_settings(python)))
+
+
+def uv_program(python: Path) -> str | None:
+    """A uv executable beside ``python`` (installed into its environment) or on PATH; None if there is none."""
+    beside = python.parent / ("uv.exe" if os.name == "nt" else "uv")
+    return str(beside) if beside.exists() else shutil.which("uv")
+
+
+def pip_settings(python: Path) -> dict[str, str]:
+    """pip's configuration as pip itself reads it (files and ``PIP_*`` variables): ``pip config list``."""
+    done = subprocess.run([str(python), "-m", "pip", "config", "list"], capture_output=True, text=True,
+                          errors="replace")
+    found = (re.match(r"^([^=\s]+)='(.*)'$", line.strip()) for line in done.stdout.splitlines())
+    return {m[1]: m[2] for m in found if m} if done.returncode == 0 else {}
+
+
+# pip's setting -> (uv's variable, how uv separates a list, or None for one value)
+UV_FROM_PIP = {"index-url": ("UV_DEFAULT_INDEX", None), "extra-index-url": ("UV_INDEX", " "),
+               "find-links": ("UV_FIND_LINKS", ","), "constraint": ("UV_CONSTRAINT", " "),
+               "no-index": ("UV_NO_INDEX", None), "cert": ("SSL_CERT_FILE", None),
+               "client-cert": ("SSL_CLIENT_CERT", None), "trusted-host": ("UV_INSECURE_HOST", " "),
+               "timeout": ("UV_HTTP_TIMEOUT", None), "default-timeout": ("UV_HTTP_TIMEOUT", None)}
+
+
+def uv_environment(settings: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment under which uv reads the indexes pip would (``settings`` from :func:`pip_settings`): for
+    each setting, pip's own precedence (a ``PIP_*`` variable, then ``[install]``, then ``[global]``), and pip's rule
+    of taking the best version from all of them (``UV_INDEX_STRATEGY=unsafe-best-match``). A ``UV_*`` variable
+    already set wins. Without the local indexes and wheels pip is told about, a bare ``torch`` would resolve to
+    PyPI's multi-GB CUDA build."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("UV_INDEX_STRATEGY", "unsafe-best-match")
+    for key, (name, separator) in UV_FROM_PIP.items():
+        value = next((settings[f"{section}.{key}"] for section in (":env:", "install", "global")
+                      if f"{section}.{key}" in settings), None)
+        if value is None or name in env:
+            continue
+        if key == "no-index":
+            if value.lower() not in ("1", "true", "yes", "on"):
+                continue
+            value = "1"
+        env[name] = separator.join(value.split()) if separator else value
+    return env
+
+
+def must(*args: str | Path, env: dict[str, str] | None = None) -> None:
+    """Run ``args``; if it fails, stop with the command to retry (the installer has already said why)."""
+    if run(*args, check=False, env=env) != 0:
         line = command_line(*args)
         raise stop(f"다음 명령이 실패했습니다(위의 오류를 보세요. 인터넷 연결이 끊겼을 수 있습니다):\n  {line}\n"
                    f"[course] 원인을 고친 뒤 `{SETUP}` 을 다시 실행하세요.",
@@ -107,8 +192,9 @@ def torch_build() -> tuple[str, str | None] | None:
     return version, None if cuda == "None" else cuda
 
 
-def install_torch() -> str:
-    """PyTorch for this machine, returning its version: never a CUDA build where no NVIDIA GPU is present.
+def install_torch(tool: Installer) -> str:
+    """PyTorch for this machine, installed by ``tool``, returning its version: never a CUDA build where no NVIDIA
+    GPU is present.
 
     On Linux without an NVIDIA GPU only two sources are tried, a wheel provided locally
     (pip's find-links) and PyTorch's CPU index, and what they installed is verified to be
@@ -119,7 +205,7 @@ def install_torch() -> str:
     if build and not (cpu_only and build[1]):
         return build[0]
     if not cpu_only:
-        must(*pip(TORCH))  # CUDA machines and macOS: PyPI's default build is the right one
+        must(*tool.install(TORCH), env=tool.env)  # CUDA machines and macOS: PyPI's default build is the right one
         build = torch_build()
         if build is None:
             raise stop("PyTorch를 설치했지만 .venv 에서 찾을 수 없습니다. 위의 오류를 보세요.",
@@ -129,16 +215,16 @@ def install_torch() -> str:
         say(f"NVIDIA GPU가 없는데 CUDA용 PyTorch {build[0]}(CUDA {build[1]})가 설치되어 있어 CPU용으로 바꿉니다.",
             f"No NVIDIA GPU, but the CUDA build of PyTorch {build[0]} (CUDA {build[1]}) is installed: "
             "replacing it with the CPU build.")
-        run(PYTHON, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", "-q", "torch", check=False)
+        uninstall_torch()
     say("NVIDIA GPU가 없어 CPU용 PyTorch를 설치합니다.", "No NVIDIA GPU found: installing the CPU build of PyTorch.")
     # --no-deps: torch's own dependencies come with the course install, which keeps this torch.
     for source in (("--no-index",), ("--index-url", CPU_INDEX)):
-        if run(*pip("--no-deps", *source, TORCH), check=False) == 0:
+        if run(*tool.install("--no-deps", *source, TORCH), check=False, env=tool.env) == 0:
             build = torch_build()
             if build and build[1] is None:
                 return build[0]
             if build:  # a CUDA wheel among the local ones: take it out again
-                run(PYTHON, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", "-q", "torch", check=False)
+                uninstall_torch()
     line = command_line(PYTHON, "-m", "pip", "install", "torch", "--index-url", CPU_INDEX)
     raise stop("CPU용 PyTorch를 받을 수 없어 멈춥니다. 이 컴퓨터에는 NVIDIA GPU가 없으니 수 GB짜리 CUDA 빌드는 "
                "설치하지 않습니다.\n[course] 인터넷 연결을 확인하고 다음 명령으로 CPU용 PyTorch를 .venv에 설치한 뒤 "
@@ -146,6 +232,10 @@ def install_torch() -> str:
                "Could not reach the CPU build of PyTorch, so the set-up stops here. This machine has no NVIDIA GPU, "
                "so the multi-GB CUDA build is not installed.\n[course] Check the network, install the CPU build into "
                f".venv with this command, then run `{SETUP}` again:\n  {line}")
+
+
+def uninstall_torch() -> None:
+    run(PYTHON, "-m", "pip", "uninstall", "--disable-pip-version-check", "-y", "-q", "torch", check=False)
 
 
 def fingerprint() -> str:
@@ -227,13 +317,18 @@ def install() -> None:
         if run(sys.executable, "-m", "venv", VENV, check=False) != 0:
             raise stop("venv를 만들 수 없습니다. Debian/Ubuntu라면 `sudo apt install python3-venv` 후 다시 실행하세요.",
                        "Could not create a venv. On Debian/Ubuntu run `sudo apt install python3-venv`, then retry.")
-    must(*pip("-q", "--upgrade", "pip>=23"))
-    version = install_torch()
-    say("과정 패키지와 의존성을 설치합니다.", "Installing the course package and its dependencies.")
+    tool = installer()
+    say(*tool.why)
+    if tool.name == "pip":
+        must(*pip("-q", "--upgrade", "pip>=23"))
+    version = install_torch(tool)
+    say("과정 패키지와 의존성을 설치합니다(모듈 07의 Numba와 Triton은 그 모듈을 처음 쓸 때 설치합니다).",
+        "Installing the course package and its dependencies (module 07's Numba and Triton install when that "
+        "module is first used).")
     # The PyTorch just installed stays: the course's `torch>=2.4` must not fetch another build from PyPI.
     constraint = VENV / "course-constraints.txt"
     constraint.write_text(f"torch=={version}\n")
-    must(*pip("-q", "-e", ROOT, "-c", constraint))
+    must(*tool.install("-q", "-e", ROOT, "-c", constraint), env=tool.env)
     MARKER.write_text(fingerprint())
 
 

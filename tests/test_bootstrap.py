@@ -16,13 +16,16 @@ from autograder import bootstrap
 REPO = Path(__file__).resolve().parent.parent
 CPU_BUILD = ("2.13.0+cpu", None)
 CUDA_BUILD = ("2.5.1", "12.4")
+PIP = bootstrap.Installer("pip", bootstrap.pip(), ("", ""))
+UV = bootstrap.Installer("uv", ("/opt/uv", "pip", "install", "--python", str(bootstrap.PYTHON)), ("", ""),
+                         {"UV_FIND_LINKS": "/wheels"})
 
 
 def fake_runner(results):
     """A stand-in for ``bootstrap.run``: records each command, answers with ``results`` (then 0)."""
     calls = []
 
-    def run(*args, check=True):
+    def run(*args, check=True, env=None):
         calls.append([str(a) for a in args])
         code = results.pop(0) if results else 0
         if check and code:
@@ -54,45 +57,50 @@ def from_pypi(command):
 
 
 # ------------------------------------------------------------------ PyTorch: the right build
-def test_linux_without_gpu_prefers_a_local_cpu_wheel(monkeypatch):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_linux_without_gpu_prefers_a_local_cpu_wheel(monkeypatch, tool):
     run, calls = fake_runner([0])
     monkeypatch.setattr(bootstrap, "run", run)
     no_gpu_linux(monkeypatch)
     torch_builds(monkeypatch, None, CPU_BUILD)
-    assert bootstrap.install_torch() == CPU_BUILD[0]
+    assert bootstrap.install_torch(tool) == CPU_BUILD[0]
     assert len(calls) == 1 and "--no-index" in calls[0] and "--no-deps" in calls[0]
 
 
-def test_linux_without_gpu_falls_back_to_the_cpu_index_only(monkeypatch):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_linux_without_gpu_falls_back_to_the_cpu_index_only(monkeypatch, tool):
     run, calls = fake_runner([1, 0])
     monkeypatch.setattr(bootstrap, "run", run)
     no_gpu_linux(monkeypatch)
     torch_builds(monkeypatch, None, CPU_BUILD)
-    assert bootstrap.install_torch() == CPU_BUILD[0]
+    assert bootstrap.install_torch(tool) == CPU_BUILD[0]
     assert calls[1][calls[1].index("--index-url") + 1] == bootstrap.CPU_INDEX
     assert "--extra-index-url" not in calls[1]  # pip would take PyPI's CUDA build whenever the CPU index fails
 
 
-def test_a_cuda_build_from_the_cpu_sources_is_not_accepted(monkeypatch):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_a_cuda_build_from_the_cpu_sources_is_not_accepted(monkeypatch, tool):
     run, calls = fake_runner([0, 0, 0, 0])  # local install, uninstall, index install, uninstall
     monkeypatch.setattr(bootstrap, "run", run)
     no_gpu_linux(monkeypatch)
     torch_builds(monkeypatch, None, CUDA_BUILD)
     with pytest.raises(SystemExit):
-        bootstrap.install_torch()
+        bootstrap.install_torch(tool)
     assert [c for c in calls if "uninstall" in c]
 
 
-def test_a_cuda_build_already_there_is_replaced_without_gpu(monkeypatch):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_a_cuda_build_already_there_is_replaced_without_gpu(monkeypatch, tool):
     run, calls = fake_runner([0, 0])
     monkeypatch.setattr(bootstrap, "run", run)
     no_gpu_linux(monkeypatch)
     torch_builds(monkeypatch, CUDA_BUILD, CPU_BUILD)
-    assert bootstrap.install_torch() == CPU_BUILD[0]
+    assert bootstrap.install_torch(tool) == CPU_BUILD[0]
     assert "uninstall" in calls[0] and "--no-index" in calls[1]
 
 
-def test_unreachable_cpu_build_stops_with_the_command_to_run(monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_unreachable_cpu_build_stops_with_the_command_to_run(monkeypatch, tmp_path, capsys, tool):
     """Local wheel and CPU index both fail: no command takes torch from PyPI, the course is not
     installed (its `torch>=2.4` would fetch the CUDA build), and the learner reads what to run."""
     venv = tmp_path / ".venv"
@@ -102,7 +110,7 @@ def test_unreachable_cpu_build_stops_with_the_command_to_run(monkeypatch, tmp_pa
     monkeypatch.setattr(bootstrap, "PYTHON", venv / "bin" / "python")
     calls = []
 
-    def run(*args, check=True):
+    def run(*args, check=True, env=None):
         command = [str(a) for a in args]
         calls.append(command)
         code = 1 if installs_of_torch([command]) else 0  # the network to both torch sources is down
@@ -111,6 +119,7 @@ def test_unreachable_cpu_build_stops_with_the_command_to_run(monkeypatch, tmp_pa
         return code
     monkeypatch.setattr(bootstrap, "run", run)
     monkeypatch.setattr(bootstrap, "probe", lambda *args: None)  # no torch, no course package yet
+    monkeypatch.setattr(bootstrap, "installer", lambda: tool)
     no_gpu_linux(monkeypatch)
     with pytest.raises(SystemExit) as stopped:
         bootstrap.main(["setup"])
@@ -125,14 +134,15 @@ def test_unreachable_cpu_build_stops_with_the_command_to_run(monkeypatch, tmp_pa
     assert "Traceback" not in capsys.readouterr().out
 
 
-def test_the_course_install_keeps_the_torch_just_installed(monkeypatch, tmp_path):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_the_course_install_keeps_the_torch_just_installed(monkeypatch, tmp_path, tool):
     venv = tmp_path / ".venv"
     monkeypatch.setattr(bootstrap, "VENV", venv)
     monkeypatch.setattr(bootstrap, "MARKER", venv / ".course-installed")
     monkeypatch.setattr(bootstrap, "BIN", venv / "bin")
     monkeypatch.setattr(bootstrap, "PYTHON", venv / "bin" / "python")
 
-    def run(*args, check=True):
+    def run(*args, check=True, env=None):
         calls.append([str(a) for a in args])
         if "venv" in calls[-1]:
             venv.mkdir()
@@ -140,6 +150,7 @@ def test_the_course_install_keeps_the_torch_just_installed(monkeypatch, tmp_path
     calls = []
     monkeypatch.setattr(bootstrap, "run", run)
     monkeypatch.setattr(bootstrap, "check_install", lambda: None)
+    monkeypatch.setattr(bootstrap, "installer", lambda: tool)
     no_gpu_linux(monkeypatch)
     torch_builds(monkeypatch, None, CPU_BUILD)
     assert bootstrap.main(["setup"]) == 0
@@ -147,25 +158,124 @@ def test_the_course_install_keeps_the_torch_just_installed(monkeypatch, tmp_path
     constraint = Path(course[course.index("-c") + 1])
     assert constraint.read_text().split() == [f"torch=={CPU_BUILD[0]}"]
     assert not [c for c in installs_of_torch(calls) if from_pypi(c)]
+    installs = [c for c in calls if "install" in c and "venv" not in c]
+    assert course[:len(tool.program)] == [str(a) for a in tool.program]  # torch and the course: the chosen one
+    assert all(c[:len(tool.program)] == [str(a) for a in tool.program] for c in installs_of_torch(calls))
+    assert any("pip>=23" in c for c in installs) == (tool.name == "pip")  # uv needs no newer pip
 
 
-def test_gpu_machines_and_macs_take_the_default_build(monkeypatch):
+# ------------------------------------------------------------------ the installer: uv where it can be had, else pip
+def fake_python(tmp_path, with_uv=False):
+    bin_ = tmp_path / "env" / "bin"
+    bin_.mkdir(parents=True)
+    (bin_ / "python").touch()
+    if with_uv:
+        (bin_ / "uv").touch()
+    return bin_ / "python"
+
+
+def test_uv_beside_the_python_is_chosen_with_pips_indexes(monkeypatch, tmp_path):
+    python = fake_python(tmp_path, with_uv=True)
+    monkeypatch.delenv(bootstrap.INSTALLER_ENV, raising=False)
+    monkeypatch.setattr(bootstrap, "run", lambda *a, **k: pytest.fail("uv is there: nothing to fetch"))
+    monkeypatch.setattr(bootstrap, "pip_settings", lambda python: {"global.find-links": "/opt/wheels"})
+    tool = bootstrap.installer(python)
+    assert tool.name == "uv" and tool.program[:4] == (str(python.parent / "uv"), "pip", "install", "--python")
+    assert tool.env["UV_FIND_LINKS"] == "/opt/wheels" and "already present" in tool.why[1]
+    assert tool.install("-q", "x")[-2:] == ("-q", "x")
+
+
+def test_uv_is_fetched_into_the_environment_by_pip(monkeypatch, tmp_path):
+    python = fake_python(tmp_path)
+    monkeypatch.delenv(bootstrap.INSTALLER_ENV, raising=False)
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: None)
+    monkeypatch.setattr(bootstrap, "pip_settings", lambda python: {})
+    calls = []
+
+    def run(*args, check=True, env=None):
+        calls.append([str(a) for a in args])
+        (python.parent / "uv").touch()
+        return 0
+    monkeypatch.setattr(bootstrap, "run", run)
+    tool = bootstrap.installer(python)
+    assert calls == [[str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", bootstrap.UV]]
+    assert tool.name == "uv" and "installed into the environment" in tool.why[1] and "가상 환경에 설치한" in tool.why[0]
+
+
+def test_pip_is_the_fallback_when_uv_cannot_be_had(monkeypatch, tmp_path):
+    python = fake_python(tmp_path)
+    monkeypatch.delenv(bootstrap.INSTALLER_ENV, raising=False)
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: None)
+    run, calls = fake_runner([1])  # pip cannot install uv (no network, no wheel for this platform)
+    monkeypatch.setattr(bootstrap, "run", run)
+    tool = bootstrap.installer(python)
+    assert tool.name == "pip" and tool.program == bootstrap.pip(python=python) and tool.env is None
+    assert "pip" in tool.why[0] and "uv could not be found or installed" in tool.why[1]
+    assert len(calls) == 1
+    run, calls = fake_runner([])
+    monkeypatch.setattr(bootstrap, "run", run)
+    assert bootstrap.installer(python, fetch_uv=False).name == "pip" and calls == []  # a module's install fetches no uv
+
+
+def test_course_installer_pip_chooses_pip_even_with_uv(monkeypatch, tmp_path):
+    python = fake_python(tmp_path, with_uv=True)
+    monkeypatch.setenv(bootstrap.INSTALLER_ENV, "pip")
+    tool = bootstrap.installer(python)
+    assert tool.name == "pip" and "COURSE_INSTALLER=pip" in tool.why[1] and "COURSE_INSTALLER=pip" in tool.why[0]
+
+
+def test_pips_index_settings_become_uvs():
+    settings = {"global.index-url": "https://mirror/simple", "install.index-url": "https://install/simple",
+                ":env:.find-links": "/opt/wheels /more/wheels", "global.find-links": "/ignored",
+                "global.extra-index-url": "file:///opt/pypi/simple file:///opt/pypi-more/simple",
+                "global.constraint": "/etc/c.txt", "global.cert": "/etc/ca.crt", ":env:.default-timeout": "180",
+                "global.trusted-host": "a.example b.example", ":env:.no-index": "false"}
+    env = bootstrap.uv_environment(settings, base={"UV_HTTP_TIMEOUT": "30"})
+    assert env == {"UV_INDEX_STRATEGY": "unsafe-best-match",  # pip's rule: the best version from every index
+                   "UV_DEFAULT_INDEX": "https://install/simple",  # [install] over [global], as pip reads it
+                   "UV_INDEX": "file:///opt/pypi/simple file:///opt/pypi-more/simple",
+                   "UV_FIND_LINKS": "/opt/wheels,/more/wheels",  # a PIP_* variable over the files
+                   "UV_CONSTRAINT": "/etc/c.txt", "SSL_CERT_FILE": "/etc/ca.crt",
+                   "UV_INSECURE_HOST": "a.example b.example",
+                   "UV_HTTP_TIMEOUT": "30"}  # set by the learner: kept
+    assert bootstrap.uv_environment({"global.no-index": "yes"}, base={})["UV_NO_INDEX"] == "1"
+
+
+def test_pip_settings_are_read_by_pip_itself(monkeypatch, tmp_path):
+    """The settings come from `pip config list` (files and PIP_* variables), not a parser of pip's files."""
+    config = tmp_path / "pip.conf"
+    config.write_text("[global]\nextra-index-url = file:///local/simple\n[install]\nfind-links = /local/wheels\n")
+    for name in [n for n in os.environ if n.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    settings = bootstrap.pip_settings(Path(sys.executable))
+    assert settings[":env:.index-url"] == "https://mirror.example/simple"
+    assert settings["global.extra-index-url"] == "file:///local/simple"
+    assert settings["install.find-links"] == "/local/wheels"
+    env = bootstrap.uv_environment(settings, base={})
+    assert env["UV_DEFAULT_INDEX"] == "https://mirror.example/simple" and env["UV_FIND_LINKS"] == "/local/wheels"
+
+
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_gpu_machines_and_macs_take_the_default_build(monkeypatch, tool):
     for platform, gpu in (("linux", True), ("darwin", False)):
         run, calls = fake_runner([0])
         monkeypatch.setattr(bootstrap, "run", run)
         monkeypatch.setattr(bootstrap.sys, "platform", platform)
         monkeypatch.setattr(bootstrap, "has_nvidia_gpu", lambda: gpu)
         torch_builds(monkeypatch, None, CUDA_BUILD)
-        assert bootstrap.install_torch() == CUDA_BUILD[0]
+        assert bootstrap.install_torch(tool) == CUDA_BUILD[0]
         assert calls[0][-1] == bootstrap.TORCH and "--index-url" not in calls[0]
 
 
-def test_installed_torch_is_kept(monkeypatch):
+@pytest.mark.parametrize("tool", [PIP, UV], ids=["pip", "uv"])
+def test_installed_torch_is_kept(monkeypatch, tool):
     run, calls = fake_runner([])
     monkeypatch.setattr(bootstrap, "run", run)
     no_gpu_linux(monkeypatch)
     torch_builds(monkeypatch, CPU_BUILD)
-    assert bootstrap.install_torch() == CPU_BUILD[0] and calls == []
+    assert bootstrap.install_torch(tool) == CPU_BUILD[0] and calls == []
 
 
 def test_torch_probe_prints_nothing_and_reads_the_build_without_importing_torch(tmp_path, monkeypatch, capfd):

@@ -167,6 +167,7 @@ class SandboxedExecute(Execute):
         home = self._run / "home"
         home.mkdir()
         extra = {"COURSE_RECORD_ANSWERS": "1", "COURSE_GRADING_SEED": str(self.seed), "COURSE_NO_PROGRESS": "1",
+                 "COURSE_NO_INSTALL": "1",  # a submission's kernel installs nothing (optional.py)
                  "COURSE_CACHE_DIR": str(home / ".cache" / "ai-hardware-course"),
                  SOCKET_ENV: str(self._run / "referee.sock"), MEMORY_LIMIT_ENV: str(self.memory_limit),
                  HIDDEN_ENV: str(self._run / "cases.json")}

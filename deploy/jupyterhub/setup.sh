@@ -29,10 +29,11 @@ command -v configurable-http-proxy >/dev/null || npm install -g configurable-htt
 # One course environment for all users, readable by everyone.
 if [ ! -d "$PREFIX" ]; then git clone -q "$SRC" "$PREFIX"; fi
 # The course's own setup picks the right PyTorch build (CPU-only where there is no NVIDIA GPU: never the
-# multi-GB CUDA build), then the class-server extras, keeping that build.
+# multi-GB CUDA build), then the class-server extras and module 07's Numba and Triton (`kernels`: a learner installs
+# them on first use, but nobody can write to this shared environment, and the grader installs nothing), keeping that build.
 # Debian's /usr/bin/python3: a Python every account can run (not one under /root, such as pyenv's).
 (cd "$PREFIX" && /usr/bin/python3 -m autograder setup)
-"$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub]" -c "$PREFIX/.venv/course-constraints.txt"
+"$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub,kernels]" -c "$PREFIX/.venv/course-constraints.txt"
 chmod -R a+rX "$PREFIX"
 # Accounts clone the course from $PREFIX (root's): git must trust it.
 for dir in "$PREFIX" "$PREFIX/.git"; do

@@ -9,6 +9,9 @@ Importing this file decides once per process, before ``numba.cuda`` and ``triton
 - Triton: on a GPU that PyTorch can use it compiles; otherwise ``TRITON_INTERPRET=1`` runs kernels with NumPy on
   CPU tensors. Where Triton does not install (it has wheels for Linux only), ``triton`` is None and
   :data:`TRITON_MISSING` says why.
+
+Numba and Triton are not installed by the set-up: the first import of this file installs them (the ``kernels``
+extra, :func:`autograder.optional.ensure`), saying what and why under a progress bar.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ... import optional
 from ...i18n import Message
 
 SIM_ENV, INTERPRET_ENV = "NUMBA_ENABLE_CUDASIM", "TRITON_INTERPRET"
@@ -69,6 +73,14 @@ def _choose_numba() -> tuple[bool, Message]:
                          f"a GPU is present but Numba cannot compile for it (`{problem}`): kernels run on the "
                          "simulator. With a CUDA 12 driver, `pip install numba-cuda[cu12]` fixes it ([cu13] for CUDA 13)")
 
+
+WHY_INSTALL = Message("모듈 07의 커널은 Numba(GPU가 없으면 그 CUDA 시뮬레이터)와 Triton(GPU가 없으면 그 인터프리터)으로 "
+                      "돌아갑니다. 설치 명령은 이 무거운 부분(약 1 GB)을 미리 설치하지 않습니다",
+                      "module 07's kernels run on Numba (its CUDA simulator without a GPU) and Triton (its "
+                      "interpreter without a GPU); the set-up leaves these heavy parts (about 1 GB) until now")
+NOT_INSTALLED = optional.ensure("kernels", WHY_INSTALL)  # {package: why it is missing}
+if "numba" in NOT_INSTALLED:
+    raise ImportError(str(Message("모듈 07에는 Numba가 필요합니다:", "Module 07 needs Numba:") + NOT_INSTALLED["numba"]))
 
 _simulated, NUMBA_WHY = _choose_numba()
 # Small teaching grids and NumPy arguments are the point here: Numba's performance warnings would go to stderr.
@@ -122,6 +134,9 @@ def _choose_triton():
         import triton
         import triton.language as tl
     except ImportError as exc:
+        if "triton" in NOT_INSTALLED:
+            return _Absent(), _Absent(), NOT_INSTALLED["triton"] + Message("Triton 부분은 건너뜁니다",
+                                                                             "The Triton parts are skipped")
         system = platform.system() or sys.platform
         return _Absent(), _Absent(), Message(
             f"Triton이 설치되어 있지 않습니다({system}: Triton은 Linux용 휠만 배포합니다; {exc}). Triton 부분은 건너뜁니다",
