@@ -1,0 +1,1 @@
+"""Module 08 lesson helpers: what the lesson's cells call."""
