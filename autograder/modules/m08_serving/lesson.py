@@ -2,72 +2,67 @@
 simulations, the speculative-decoding explorer and the figures, so the lesson's cells show the numbers and the idea."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from ... import knowledge, llm
+from ... import llm
 from ...datafile import read_yaml
 from ...lesson import LABEL, t
+from .decode import Shape
 
 DATA = Path(__file__).parent / "data"
 
 
+@dataclass(frozen=True)
+class Model:
+    """A published model the lesson serves: its label, its :class:`~.decode.Shape`, its sliding window (None: the
+    whole context) and all its parameters as the paper counts them (the embedding table too)."""
+
+    label: str
+    shape: Shape
+    window: int | None
+    params_total: float
+
+    def kv(self, kv_bytes: float = 2, kv_heads: int | None = None) -> dict:
+        """The model record :func:`autograder.llm.kv_cache_bytes` reads (``kv_heads``: a made-up variant's)."""
+        return {**self.shape.model(2, kv_bytes), "kv_heads": kv_heads or self.shape.kv_heads}
+
+
 @lru_cache(maxsize=None)
-def _models() -> dict:
-    return read_yaml(DATA / "lesson_models.yaml")
+def models() -> dict[str, Model]:
+    """The models of ``data/lesson_models.yaml``, with their sources there."""
+    fields = ("layers", "d_model", "heads", "kv_heads", "ffn", "vocab")
+    return {name: Model(r["label"], Shape(**{f: r[f] for f in fields}), r.get("window"), float(r["params_total"]))
+            for name, r in read_yaml(DATA / "lesson_models.yaml").items()}
 
 
-def model(name: str, weight_bytes: float = 2, kv_bytes: float = 2) -> dict:
-    """The shape ``name`` of ``data/lesson_models.yaml`` as :mod:`autograder.llm` reads it, with the bytes per weight
-    and per K or V element it is served in."""
-    return {**_models()[name], "weight_bytes": weight_bytes, "kv_bytes": kv_bytes}
-
-
-def kv_per_token(m: dict, context: int) -> float:
-    """KV-cache bytes of one sequence of ``context`` tokens (a sliding window stops the cache at ``window`` tokens)."""
-    return llm.kv_cache_bytes(m, 1, min(context, m.get("window") or context))
-
-
-def roof_time(flops: float, nbytes: float, p, dtype: str = "bf16") -> tuple[float, str]:
-    """Seconds at the roofline of profile ``p``: the larger of bytes / bandwidth and FLOPs / peak, and which roof
-    binds (``"memory"`` or ``"compute"``)."""
-    memory, compute = nbytes / (p.bandwidth_gbs * 1e9), flops / (p.peak(dtype) * 1e12)
-    return max(memory, compute), ("memory" if memory >= compute else "compute")
+def kv_per_sequence(m: Model, context: int, kv_bytes: float = 2, kv_heads: int | None = None) -> int:
+    """KV-cache bytes of one sequence of ``context`` tokens (``llm.kv_cache_bytes``); a sliding window stops the
+    cache at ``window`` tokens."""
+    return llm.kv_cache_bytes(m.kv(kv_bytes, kv_heads), 1, min(context, m.window or context))
 
 
 def bound_name(which: str) -> str:
     return t("메모리 한계", "memory-bound") if which == "memory" else t("연산 한계", "compute-bound")
 
 
-def prefill(m: dict, p, prompt: int, batch: int = 1, dtype: str = "bf16") -> tuple[float, str]:
-    """Time to first token at the roofline: 2·N FLOPs per prompt token, the weights read once, the prompt's K and V
-    written once."""
-    return roof_time(knowledge.forward_flops(m["params"], batch * prompt),
-                     llm.weight_bytes(m) + batch * kv_per_token(m, prompt), p, dtype)
+def prefill(s: Shape, p, prompt: int, weight_bytes: float = 2, dtype: str = "bf16") -> tuple[float, str]:
+    """Time to first token at the roofline of profile ``p``: 2 FLOPs per weight and prompt token against the weights
+    read once and the prompt's K and V written once, the longer of the two, and which roof binds."""
+    nbytes = s.weight_bytes(weight_bytes) + llm.kv_cache_bytes(s.model(weight_bytes, 2), 1, prompt)
+    memory, compute = nbytes / (p.bandwidth_gbs * 1e9), prompt * s.flops_per_token() / (p.peak(dtype) * 1e12)
+    return max(memory, compute), ("memory" if memory >= compute else "compute")
 
 
-def decode_step(m: dict, p, context: int, batch: int = 1, dtype: str = "bf16") -> tuple[float, str]:
-    """Time per output token at the roofline: one token per sequence, every weight and every sequence's KV cache
-    read once."""
-    return roof_time(knowledge.forward_flops(m["params"], batch),
-                     llm.weight_bytes(m) + batch * kv_per_token(m, context), p, dtype)
-
-
-def compute_bound_batch(m: dict, p, context: int, dtype: str = "bf16") -> float:
-    """The batch from which a decode step is compute-bound: 2·N·B / peak = (W + B·KV) / bandwidth solved for B;
-    infinite where each added sequence's KV read costs more time than its FLOPs (the step never turns)."""
-    per_seq_flops = knowledge.forward_flops(m["params"], 1) / (p.peak(dtype) * 1e12)
-    per_seq_bytes = kv_per_token(m, context) / (p.bandwidth_gbs * 1e9)
-    weights = llm.weight_bytes(m) / (p.bandwidth_gbs * 1e9)
-    return weights / (per_seq_flops - per_seq_bytes) if per_seq_flops > per_seq_bytes else float("inf")
-
-
-def sequences_that_fit(m: dict, p, context: int) -> int:
-    """Sequences of ``context`` tokens whose KV cache fits in the memory the weights leave (0 if they do not fit)."""
-    left = p.memory_bytes - llm.weight_bytes(m)
-    return max(0, int(left // kv_per_token(m, context)))
+def sequences_that_fit(m: Model, p, context: int, weight_bytes: float = 2, kv_bytes: float = 2,
+                       kv_heads: int | None = None) -> int:
+    """Sequences of ``context`` tokens whose KV cache fits in the memory (GiB: ``memory_bytes``) the weights leave,
+    embedding table included; 0 where the weights alone do not fit."""
+    left = p.memory_bytes - m.params_total * weight_bytes
+    return max(0, int(left // kv_per_sequence(m, context, kv_bytes, kv_heads)))
 
 
 def kv_waste(lengths, reserved: int, block: int) -> dict:

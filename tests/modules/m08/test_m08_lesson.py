@@ -10,44 +10,50 @@ import pytest
 
 from autograder import i18n, knowledge, layout, llm, profiles
 from autograder.lesson import load_quiz
-from autograder.modules.m08_serving import lesson as m08
+from autograder.modules.m08_serving import decode, lesson as m08
 
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[3]
 H100 = profiles.get("h100_sxm")
 
 
-def test_prefill_is_compute_bound_and_decode_memory_bound_at_the_rooflines_times():
-    m = m08.model("llama3_8b")
-    ttft, bound = m08.prefill(m, H100, 2048)
+def test_the_models_shapes_count_the_parameters_the_papers_state():
+    for name, m in m08.models().items():
+        total = m.shape.params + m.shape.embedding_params
+        assert total == pytest.approx(m.params_total, rel=2e-3), name
+
+
+def test_prefill_is_compute_bound_at_the_roofline_and_short_prompts_ride_on_the_weight_read():
+    s = m08.models()["llama3_8b"].shape
+    ttft, bound = m08.prefill(s, H100, 2048)
     assert bound == "compute"
-    assert ttft == pytest.approx(knowledge.forward_flops(m["params"], 2048) / (H100.peak("bf16") * 1e12))
-    tpot, bound = m08.decode_step(m, H100, 2048)
+    assert ttft == pytest.approx(2048 * knowledge.forward_flops(s.params, 1) / (H100.peak("bf16") * 1e12))
+    one, bound = m08.prefill(s, H100, 1)
     assert bound == "memory"
-    assert tpot == pytest.approx((m["params"] * 2 + llm.kv_cache_bytes(m, 1, 2048)) / (H100.bandwidth_gbs * 1e9))
+    assert m08.prefill(s, H100, 64)[0] < 1.1 * one                           # the flat floor of the lesson's figure
 
 
-def test_decode_turns_compute_bound_at_the_ridge_without_kv_and_never_when_kv_outweighs_the_flops():
-    gqa, mha = m08.model("llama3_8b"), m08.model("llama2_7b")
+def test_the_lessons_claims_on_the_compute_bound_batch_hold_for_its_models():
+    models = m08.models()
+    gqa, mha = models["llama3_8b"].shape, models["llama2_7b"].shape
     ridge = H100.peak("bf16") * 1e12 / (H100.bandwidth_gbs * 1e9)
-    assert m08.compute_bound_batch(gqa, H100, 0) == pytest.approx(ridge)   # bf16: 2 bytes per weight, 2 FLOPs
-    turn = m08.compute_bound_batch(gqa, H100, 128)
-    assert ridge < turn < np.inf
-    assert m08.decode_step(gqa, H100, 128, int(turn) - 1)[1] == "memory"
-    assert m08.decode_step(gqa, H100, 128, int(turn) + 1)[1] == "compute"
-    assert m08.compute_bound_batch(mha, H100, 128) == np.inf                # 4x the KV of GQA per token
-    assert m08.compute_bound_batch(gqa, H100, 4096) == np.inf
+    for s in (gqa, mha):
+        assert decode.compute_bound_batch(s, 0, H100, 2, "bf16") == pytest.approx(ridge)
+    assert decode.compute_bound_batch(mha, 128, H100, 2, "bf16") == np.inf  # "MHA already at 128"
+    assert decode.compute_bound_batch(gqa, 256, H100, 2, "bf16") < np.inf
+    assert decode.compute_bound_batch(gqa, 512, H100, 2, "bf16") == np.inf  # "GQA from 512 on"
 
 
 def test_the_kv_cache_is_the_courses_rule_and_a_window_stops_it():
-    m70 = m08.model("llama3_70b")
-    assert m08.kv_per_token(m70, 1) == 2 * 80 * 8 * 128 * 2 == 320 * 2**10
-    assert m08.kv_per_token(m70, 4096) == llm.kv_cache_bytes(m70, 1, 4096)
-    mistral = m08.model("mistral_7b")
-    assert m08.kv_per_token(mistral, 32768) == m08.kv_per_token(mistral, 4096)
-    left = H100.memory_bytes - m70["params"] * 1                              # GiB: 80 x 2**30 bytes
-    fp8 = m08.model("llama3_70b", weight_bytes=1)
-    assert m08.sequences_that_fit(fp8, H100, 4096) == int(left // llm.kv_cache_bytes(fp8, 1, 4096))
+    models = m08.models()
+    m70 = models["llama3_70b"]
+    assert m08.kv_per_sequence(m70, 1) == 2 * 80 * 8 * 128 * 2 == 320 * 2**10
+    assert m08.kv_per_sequence(m70, 4096, kv_bytes=1) == llm.kv_cache_bytes(m70.kv(1), 1, 4096)
+    assert m08.kv_per_sequence(m70, 1, kv_heads=1) == 2 * 80 * 1 * 128 * 2
+    mistral = models["mistral_7b"]
+    assert m08.kv_per_sequence(mistral, 32768) == m08.kv_per_sequence(mistral, 4096)
+    left = H100.memory_bytes - m70.params_total * 1                           # GiB: 80 x 2**30 bytes
+    assert m08.sequences_that_fit(m70, H100, 4096, weight_bytes=1) == int(left // m08.kv_per_sequence(m70, 4096))
     assert m08.sequences_that_fit(m70, H100, 4096) == 0                       # bf16 70B does not fit one H100
 
 
@@ -84,12 +90,10 @@ def test_weight_bytes_count_the_group_scales_and_the_speculative_sum_is_geometri
 
 
 def test_the_quizzes_figures_are_the_helpers():
-    assert m08.kv_per_token(m08.model("llama3_70b"), 1) / 2**10 == 320
     kv = load_quiz("m08.kv_gqa")
-    assert kv.options[kv.answer].en == "320 KiB"
-    int4 = llm.weight_bytes(m08.model("llama3_70b", weight_bytes=m08.weight_bytes_per_param(4, 128)))
+    assert f"{m08.kv_per_sequence(m08.models()['llama3_70b'], 1) / 2**10:.0f} KiB" == kv.options[kv.answer].en
     q = load_quiz("m08.int4_bytes")
-    assert f"{int4 / 1e9:.1f} × 10⁹ bytes" == q.options[q.answer].en
+    assert f"{70.55e9 * m08.weight_bytes_per_param(4, 128) / 1e9:.1f} × 10⁹ bytes" == q.options[q.answer].en
     s = load_quiz("m08.speculative_tokens")
     assert f"{float(m08.accepted_tokens(0.8, 4)):.2f}" in s.options[s.answer].en
 
