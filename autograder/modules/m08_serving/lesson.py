@@ -33,10 +33,16 @@ class Model:
 
 @lru_cache(maxsize=None)
 def models() -> dict[str, Model]:
-    """The models of ``data/lesson_models.yaml``, with their sources there."""
-    fields = ("layers", "d_model", "heads", "kv_heads", "ffn", "vocab")
-    return {name: Model(r["label"], Shape(**{f: r[f] for f in fields}), r.get("window"), float(r["params_total"]))
-            for name, r in read_yaml(DATA / "lesson_models.yaml").items()}
+    """The models of ``data/lesson_models.yaml``, each joined with its record in ``data/models.yaml`` (the tasks'
+    table, where its sources are)."""
+    tasks = read_yaml(DATA / "models.yaml")
+    found = {}
+    for name, extra in read_yaml(DATA / "lesson_models.yaml").items():
+        r = {**tasks.get(name, {}), **extra}
+        shape = Shape(layers=r["layers"], d_model=r["heads"] * r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"],
+                      ffn=r["ffn"], vocab=r["vocab"])
+        found[name] = Model(r["label"], shape, r["window"], float(r["params"]))
+    return found
 
 
 def kv_per_sequence(m: Model, context: int, kv_bytes: float = 2, kv_heads: int | None = None) -> int:
