@@ -99,6 +99,10 @@ class Cache:
         self.values[layer][:, :, start:stop] = v
         return self.keys[layer][:, :, :stop], self.values[layer][:, :, :stop]
 
+    def rewind(self, length: int) -> None:
+        """Forget every token after the first ``length`` (their slots are written again): decode again from there."""
+        self.length = min(int(length), self.length)
+
     def _grow(self, layer: int, needed: int) -> None:
         capacity = max(needed, 2 * self.keys[layer].shape[2])
         for store in (self.keys, self.values):
@@ -353,7 +357,7 @@ def measure_decode(model: Decoder, batch_sizes: Sequence[int] = (1, 2, 4, 8, 16)
     """Prefill and decode timed apart with the course's :func:`~autograder.harness.time_fn`, one row per batch size.
 
     Prefill: the prompt ``[batch, prompt_len]`` into a fresh cache. Decode: ``new_tokens`` greedy steps after the
-    prompt (the cache cut back to the prompt before each timed call; ``cache=False``: the whole sequence again for
+    prompt (the cache rewound to the prompt before each timed call; ``cache=False``: the whole sequence again for
     each token). Tokens counted are generated tokens only (``batch * new_tokens``), never the prompt's.
     ``device``: what ``time_fn`` synchronizes (default the model's: CUDA and MPS are waited for), timed on the host
     clock as a check's rounds are. Each row: ``batch``, ``prefill_s``, ``decode_s`` (seconds per call, medians),
@@ -367,7 +371,7 @@ def measure_decode(model: Decoder, batch_sizes: Sequence[int] = (1, 2, 4, 8, 16)
         first = logits.argmax(-1, keepdim=True)
 
         def decode():
-            kv.length = prompt_len
+            kv.rewind(prompt_len)
             if cache:
                 token = first
                 for _ in range(new_tokens):
