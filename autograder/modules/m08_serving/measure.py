@@ -7,7 +7,7 @@ median time of one decode of ``new_tokens`` steps after the prefill) and ``token
 generated per second: ``batch * new_tokens / seconds``). Two kinds of case:
 
 - ``device``: the course's model (:data:`decode.LAPTOP`, float32) on the learner's device. Each round is followed by
-  the course's reference decode (:func:`decode.measure_decode`) on the same device, and the median ratio of the two
+  the course's reference decode (:func:`decode.time_decode`) on the same device, and the median ratio of the two
   decode speeds must lie in ``side_by_side.decode`` of ``expectations.yaml``; on a CPU both run on one torch thread.
 - ``virtual``: a small model whose calls run on :class:`VirtualGPU`, an asynchronous device on a virtual clock that
   the course's clock reads while the learner's function runs. Each call's time is exact, so the four methodology
@@ -212,13 +212,13 @@ def answer(fn, case: dict) -> dict:
 
 
 def _reference_decode(model, case: dict, device: Any) -> dict:
-    row = decode.measure_decode(model, (case["batch"],), case["prompt_len"], case["new_tokens"], device=device,
-                                budget_s=REFERENCE_BUDGET_S)[0]
-    return {"seconds": row["decode_s"], "tokens_per_s": row["tokens_per_s"]}
+    ids = decode.prompt(model, case["batch"], case["prompt_len"], seed=1)
+    seconds = decode.time_decode(model, ids, case["new_tokens"], device, budget_s=REFERENCE_BUDGET_S).median_s
+    return {"seconds": seconds, "tokens_per_s": _generated(case) / seconds}
 
 
 def reference(case: dict, answer: Any) -> dict:
-    """The course's decode of the case, timed by :func:`decode.measure_decode`: on the virtual GPU (exact), or on the
+    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or on the
     case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
     thread, as the learner's rounds run."""
     from ...harness import one_cpu_thread
