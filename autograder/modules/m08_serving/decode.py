@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ... import knowledge, llm
-from ...harness import time_fn
+from ...harness import Timing, time_fn
 from ...i18n import Message
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -98,6 +98,10 @@ class Cache:
         self.keys[layer][:, :, start:stop] = k
         self.values[layer][:, :, start:stop] = v
         return self.keys[layer][:, :, :stop], self.values[layer][:, :, :stop]
+
+    def rewind(self, length: int) -> None:
+        """Forget every token after the first ``length`` (their slots are written again): decode again from there."""
+        self.length = min(int(length), self.length)
 
     def _grow(self, layer: int, needed: int) -> None:
         capacity = max(needed, 2 * self.keys[layer].shape[2])
@@ -213,7 +217,7 @@ def _ids(ids: Any) -> torch.Tensor:
     if not (isinstance(ids, torch.Tensor) and ids.dim() == 2 and not ids.is_floating_point() and ids.numel()):
         found = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise ValueError(Message(
-            f"토큰 id는 [batch, 길이] 모양의 정수 텐서여야 합니다 (받은 것: {found}).",
+            f"토큰 id는 [배치, 길이] 모양의 정수 텐서여야 합니다 (받은 것: {found}).",
             f"token ids must be an integer tensor of shape [batch, length] (got {found}).").text())
     return ids
 
@@ -322,7 +326,7 @@ def predicted_tokens_per_s(shape: Shape, batch: int, context: int, profile, byte
     peak = profile.peak(dtype)
     if not profile.bandwidth_gbs or not peak:
         raise ValueError(Message(
-            f"{profile.name}의 프로파일에 메모리 대역폭이나 {dtype} 최고 성능이 없습니다.",
+            f"{profile.name}의 프로파일에 메모리 대역폭이나 {dtype} 피크가 없습니다.",
             f"the profile of {profile.name} has no memory bandwidth or no {dtype} peak.").text())
     model = shape.model(bytes_per_element, kv_bytes)
     nbytes = llm.weight_bytes(model) + llm.kv_cache_bytes(model, batch, context)
@@ -347,41 +351,49 @@ def compute_bound_batch(shape: Shape, context: int, profile, bytes_per_element: 
 
 # ---------------------------------------------------------------- the measurement
 
+def time_decode(model: Decoder, ids: torch.Tensor, new_tokens: int, device: Any = None, cache: bool = True,
+                budget_s: float = 0.25, threads: int | None = None) -> Timing:
+    """Seconds of one decode of ``new_tokens`` greedy steps after the prompt ``ids``, with the course's
+    :func:`~autograder.harness.time_fn`: the prompt is prefilled once, untimed, and the cache rewound to it before
+    each timed call (``cache=False``: the whole sequence again for each token). ``device``: what ``time_fn``
+    synchronizes (default the model's: CUDA and MPS are waited for), timed on the host clock as a check's rounds are."""
+    device = model.embed.weight.device if device is None else device
+    length = ids.shape[1]
+    logits, kv = model.prefill(ids, capacity=length + new_tokens)
+    first = logits.argmax(-1, keepdim=True)
+
+    def decode():
+        kv.rewind(length)
+        if cache:
+            token = first
+            for _ in range(new_tokens):
+                logits, _ = model.step(token, kv)
+                token = logits.argmax(-1, keepdim=True)
+            return token
+        seq = torch.cat([ids, first], dim=1)
+        for _ in range(new_tokens):
+            seq = torch.cat([seq, model.forward_full(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        return seq
+
+    return time_fn(decode, device=device, budget_s=budget_s, threads=threads, use_events=False)
+
+
 def measure_decode(model: Decoder, batch_sizes: Sequence[int] = (1, 2, 4, 8, 16), prompt_len: int = 32,
                    new_tokens: int = 16, device: Any = None, cache: bool = True, budget_s: float = 0.25,
                    threads: int | None = None) -> list[dict]:
     """Prefill and decode timed apart with the course's :func:`~autograder.harness.time_fn`, one row per batch size.
 
-    Prefill: the prompt ``[batch, prompt_len]`` into a fresh cache. Decode: ``new_tokens`` greedy steps after the
-    prompt (the cache cut back to the prompt before each timed call; ``cache=False``: the whole sequence again for
-    each token). Tokens counted are generated tokens only (``batch * new_tokens``), never the prompt's.
-    ``device``: what ``time_fn`` synchronizes (default the model's: CUDA and MPS are waited for), timed on the host
-    clock as a check's rounds are. Each row: ``batch``, ``prefill_s``, ``decode_s`` (seconds per call, medians),
-    ``ttft_s`` (the prefill), ``tpot_s`` (decode seconds per token step), ``tokens_per_s`` (generated tokens per
-    second of decode), ``prefill_tokens_per_s``, ``spread`` (the decode timing's p90/p10)."""
+    Prefill: the prompt ``[batch, prompt_len]`` into a fresh cache. Decode: :func:`time_decode`. Tokens counted are
+    generated tokens only (``batch * new_tokens``), never the prompt's. Each row: ``batch``, ``prefill_s``,
+    ``decode_s`` (seconds per call, medians), ``ttft_s`` (the prefill), ``tpot_s`` (decode seconds per token step),
+    ``tokens_per_s`` (generated tokens per second of decode), ``prefill_tokens_per_s``, ``spread`` (the decode
+    timing's p90/p10)."""
     device = model.embed.weight.device if device is None else device
     rows = []
     for batch in batch_sizes:
         ids = prompt(model, int(batch), prompt_len)
-        logits, kv = model.prefill(ids, capacity=prompt_len + new_tokens)
-        first = logits.argmax(-1, keepdim=True)
-
-        def decode():
-            kv.length = prompt_len
-            if cache:
-                token = first
-                for _ in range(new_tokens):
-                    logits, _ = model.step(token, kv)
-                    token = logits.argmax(-1, keepdim=True)
-                return token
-            seq = torch.cat([ids, first], dim=1)
-            for _ in range(new_tokens):
-                seq = torch.cat([seq, model.forward_full(seq)[:, -1].argmax(-1, keepdim=True)], dim=1)
-            return seq
-
-        common = dict(device=device, budget_s=budget_s, threads=threads, use_events=False)
-        pre = time_fn(lambda: model.prefill(ids), **common)
-        dec = time_fn(decode, **common)
+        pre = time_fn(lambda: model.prefill(ids), device=device, budget_s=budget_s, threads=threads, use_events=False)
+        dec = time_decode(model, ids, new_tokens, device, cache, budget_s, threads)
         rows.append({"batch": int(batch), "prompt_len": prompt_len, "new_tokens": new_tokens, "cache": cache,
                      "prefill_s": pre.median_s, "decode_s": dec.median_s, "ttft_s": pre.median_s,
                      "tpot_s": dec.median_s / new_tokens, "tokens_per_s": batch * new_tokens / dec.median_s,
