@@ -15,6 +15,9 @@ generated per second: ``batch * new_tokens / seconds``). Two kinds of case:
   (``recompute_prefix``), the prefill inside one (``prefill_timed``), a span ended while work was still queued
   (``no_synchronize``), and ``tokens_per_s`` counting the prompt's tokens (``prompt_counted``, seen on every case).
 
+On either kind, a function that runs the course's own decode timing (:func:`decode.time_decode`, also inside
+:func:`decode.measure_decode`) instead of its own loop earns nothing (``reference_called``).
+
 Messages: ``data/measure_messages.yaml`` (``m08.measure.*``, ``m08.mistake.<name>``).
 """
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import decode
 
-MISTAKES = ("recompute_prefix", "prefill_timed", "no_synchronize", "prompt_counted")
+MISTAKES = ("recompute_prefix", "prefill_timed", "no_synchronize", "prompt_counted", "reference_called")
 KEYS = ("tokens", "seconds", "tokens_per_s")
 BAND = "decode"                # side_by_side band of expectations.yaml
 REFERENCE_BUDGET_S = 0.3       # the reference decode's time_fn budget per round
@@ -199,6 +202,7 @@ def answer(fn, case: dict) -> dict:
     """One round: the learner's function on the case; with what the check saw (calls, the virtual GPU's facts) and
     the tokens the course's greedy decode gives (on the same device)."""
     from ...harness import one_cpu_thread
+    before = decode.timed
     if case["kind"] == "virtual":  # the small model's values are computed on this CPU, on one thread
         gpu, model = _virtual(case)
         ids = decode.prompt(model.inner, case["batch"], case["prompt_len"], seed=1)
@@ -213,6 +217,7 @@ def answer(fn, case: dict) -> dict:
         with one_cpu_thread(device):
             result = fn(model, ids, case["new_tokens"], device)
         out = {**_plain(result), "calls": model.calls}
+    out["reference_calls"] = decode.timed - before  # the course's decode timing, run by the learner's function
     with one_cpu_thread(device):
         right = decode.generate(reference_model, ids, case["new_tokens"] + 1)[:, 1:]
     return {**out, "expected_tokens": right.tolist()}
@@ -341,6 +346,8 @@ def score(case: dict, answer: dict, want: Any = None) -> list[Part]:
     bad = _shape_problem(rounds)
     if bad:
         return [bad]
+    if any(r.get("reference_calls") for r in rounds):
+        return [Part(False, message("m08.mistake.reference_called"), mistake="reference_called")]
     virtual = case["kind"] == "virtual"
     what = message("m08.measure.what_virtual", batch=case["batch"], new=case["new_tokens"]) if virtual else \
         message("m08.measure.what_device", device=case["device"], batch=case["batch"], new=case["new_tokens"])

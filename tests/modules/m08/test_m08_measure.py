@@ -79,6 +79,13 @@ def recompute_prefix(model, prompt_ids, new_tokens, device):
     return _result(decode, time_fn(decode, device=device, budget_s=0.2).median_s, prompt_ids.shape[0] * new_tokens)
 
 
+def reference_called(model, prompt_ids, new_tokens, device):
+    from autograder.modules.m08_serving.decode import time_decode
+    decode = _decoder(model, prompt_ids, new_tokens)
+    seconds = time_decode(model, prompt_ids, new_tokens, device, budget_s=0.2).median_s
+    return _result(decode, seconds, prompt_ids.shape[0] * new_tokens)
+
+
 def by_hand(model, prompt_ids, new_tokens, device):
     decode = _decoder(model, prompt_ids, new_tokens)
     began = time.perf_counter()
@@ -115,7 +122,7 @@ def test_an_honest_loop_gets_the_virtual_gpus_exact_decode_time(honest_virtual):
     assert answer["observed"]["reference"][0]["seconds"] == pytest.approx(answer["rounds"][0]["seconds"], rel=1e-9)
 
 
-@pytest.mark.parametrize("fn", [prompt_counted, no_synchronize, prefill_timed, recompute_prefix],
+@pytest.mark.parametrize("fn", [prompt_counted, no_synchronize, prefill_timed, recompute_prefix, reference_called],
                          ids=lambda fn: fn.__name__)
 def test_each_mistake_is_named_on_the_virtual_gpu_and_no_other(fn):
     _, parts = _graded(fn, VIRTUAL)
