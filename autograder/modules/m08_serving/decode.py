@@ -22,6 +22,7 @@ from ...harness import Timing, time_fn
 from ...i18n import Message
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+timed = 0  # how many times time_decode has run in this process (the measured task's check counts the learner's)
 
 
 @dataclass(frozen=True)
@@ -357,6 +358,8 @@ def time_decode(model: Decoder, ids: torch.Tensor, new_tokens: int, device: Any 
     :func:`~autograder.harness.time_fn`: the prompt is prefilled once, untimed, and the cache rewound to it before
     each timed call (``cache=False``: the whole sequence again for each token). ``device``: what ``time_fn``
     synchronizes (default the model's: CUDA and MPS are waited for), timed on the host clock as a check's rounds are."""
+    global timed
+    timed += 1
     device = model.embed.weight.device if device is None else device
     length = ids.shape[1]
     logits, kv = model.prefill(ids, capacity=length + new_tokens)
