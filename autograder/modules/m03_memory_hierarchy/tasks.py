@@ -13,6 +13,7 @@ key that a known mistake gives is named (the references answer each known mistak
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from functools import lru_cache
@@ -21,12 +22,12 @@ from typing import Any
 
 from ...checks import referee
 from ...checks.core import Part, Task, close
+from ...checks.keys import as_dict as _as_dict, exact as _same, exact_parts, number as _number, shown as _show
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure
 from .simulated import EXAMPLE, SimulatedGPU, drawn
 
-REL = 1e-9            # exact tasks: relative tolerance for floating-point rounding
 MEASURE_REL = 0.02    # debug: a sound measurement on the simulated GPU is within 2 % of its bandwidth
 BUFFER_TIMES_CACHE = 4  # debug: each buffer at least this many times the cache the device reports (the task's rule)
 SPEED_RATIO = 1.2     # sweep: in-cache sets at least this much faster than sets beyond the cache
@@ -48,69 +49,7 @@ def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def _as_dict(result: Any, keys: tuple[str, ...]) -> dict:
-    """The learner's dict reduced to ``keys`` as plain data (numbers stay numbers, None stays None)."""
-    if not isinstance(result, dict):
-        raise TypeError(_m("need_dict", keys=", ".join(keys), found=type(result).__name__).text())
-    out = {}
-    for key in keys:
-        if key not in result:
-            raise KeyError(_m("missing_key", key=key, keys=", ".join(keys)).text())
-        value = result[key]
-        out[key] = value if isinstance(value, str) or value is None else _number(value)
-    return out
-
-
-def _number(value: Any) -> Any:
-    """ints, floats and 0-d numpy/torch values as a Python number; anything else unchanged."""
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _same(found: Any, want: Any) -> bool:
-    """The exact tasks' comparison: equal strings and None, numbers within rounding."""
-    if isinstance(want, str) or want is None or found is None:
-        return found == want
-    return close(found, want, rel=REL, abs_tol=1e-300)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.10g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _mistake(found: dict, want: dict, key: str) -> str | None:
-    """The known mistake whose answer gives ``found[key]`` where the right answer does not: the one that agrees with
-    ``found`` on most keys. None when two mistakes fit equally well (naming either could misdiagnose)."""
-    fits = []
-    for name, answer in (want.get("mistakes") or {}).items():
-        if key in answer and _same(found.get(key), answer[key]) and not _same(answer[key], want[key]):
-            fits.append((sum(_same(found.get(k), answer.get(k)) for k in answer), name))
-    best = [name for agree, name in fits if agree == max(fits)[0]] if fits else []
-    return best[0] if len(best) == 1 else None
-
-
-def _exact_parts(case_text: str, want: dict, found: dict, keys: tuple[str, ...], weight: float = 1.0) -> list[Part]:
-    """One labelled part per key; a wrong key that a known mistake gives names the mistake."""
-    parts = []
-    for key in keys:
-        label = Message(f"{case_text} → {key}", f"{case_text} → {key}")
-        text = _m("expected_found", what=label, expected=_show(want[key]), found=_show(found.get(key)))
-        if _same(found.get(key), want[key]):
-            parts.append(Part(True, text, weight, label=label))
-            continue
-        name = _mistake(found, want, key)
-        parts.append(Part(False, text + _m(f"mistake.{name}") if name else text, weight, mistake=name, label=label))
-    return parts
+_parts = functools.partial(exact_parts, mistakes="m03")  # a wrong key names m03.mistake.<name>
 
 
 # ---------------------------------------------------------------- 1. arithmetic intensity
@@ -127,7 +66,7 @@ def _intensity_answer(fn, case) -> dict:
 
 
 def _intensity_score(case, answer, want) -> list[Part]:
-    return _exact_parts(f"{case['op']} {case['shape']} {case['dtype']}", want, answer, INTENSITY_KEYS)
+    return _parts(f"{case['op']} {case['shape']} {case['dtype']}", want, answer, INTENSITY_KEYS)
 
 
 # ---------------------------------------------------------------- 2. a datasheet's roofline
@@ -152,7 +91,7 @@ def _roofline_answer(fn, case) -> dict:
 
 
 def _roofline_score(case, answer, want) -> list[Part]:
-    parts = _exact_parts(f"{case['row']['device']} @ {case['intensity']:g} FLOP/byte", want, answer, ROOFLINE_KEYS)
+    parts = _parts(f"{case['row']['device']} @ {case['intensity']:g} FLOP/byte", want, answer, ROOFLINE_KEYS)
     if answer.get("bound") not in ("memory", "compute"):
         parts.append(Part(False, _m("bound_values"), weight=0))
     return parts
@@ -179,7 +118,7 @@ def _fusion_answer(fn, case) -> dict:
 
 
 def _fusion_score(case, answer, want) -> list[Part]:
-    return _exact_parts(case.get("name", "chain"), want, answer, FUSION_KEYS)
+    return _parts(case.get("name", "chain"), want, answer, FUSION_KEYS)
 
 
 # ---------------------------------------------------------------- 4. decode bound and KV cache
@@ -215,7 +154,7 @@ def _decode_answer(fn, case) -> dict:
 
 def _decode_score(case, answer, want) -> list[Part]:
     text = f"{case['model']['name']} batch {case['batch']} context {case['context']} @ {case['bandwidth_gbs']:g} GB/s"
-    return _exact_parts(text, want, answer, DECODE_KEYS)
+    return _parts(text, want, answer, DECODE_KEYS)
 
 
 # ---------------------------------------------------------------- 5. debugging a measurement (simulated GPU)
@@ -513,7 +452,7 @@ def _serve_answer(fn, case) -> dict:
 def _serve_score(case, answer, want) -> list[Part]:
     text = f"{case['model']['name']} on {case['row']['device']}, context {case['context']}, " \
            f"{case['target_tokens_per_s']:g} tokens/s"
-    return _exact_parts(text, want, answer, SERVE_KEYS)
+    return _parts(text, want, answer, SERVE_KEYS)
 
 
 TASKS = {

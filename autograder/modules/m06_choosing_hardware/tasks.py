@@ -5,12 +5,13 @@ Calculations are scored against the expected answer (relative tolerance 1e-6, se
 :func:`autograder.checks.core.close`). The expected answer of a case also holds the answers the
 known mistakes give (``slips``): each part is diagnosed from its own value, and a wrong value names a
 mistake only where that mistake's answer also agrees with the learner on the values it is computed from
-(:func:`_compare`). NVML is faked (:mod:`autograder.fakes.nvml`) so every failure mode can be graded on a
+(:func:`autograder.checks.keys.compare`). NVML is faked (:mod:`autograder.fakes.nvml`) so every failure mode can be graded on a
 CPU-only machine. The step task passes the learner the course's step builder (:func:`.lesson.mlp_step`,
 its calls counted) and times the same step side by side, on one CPU thread where there is no accelerator.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tempfile
@@ -20,11 +21,11 @@ from typing import Any
 from ... import clock
 from ...checks import referee
 from ...checks.core import Part, Task, close
+from ...checks.keys import compare, label as _label, same as _same, show as _show
 from ...fakes.nvml import INIT_FAILURES, fake_pynvml, fake_torch_cuda
 from ...i18n import Message, msg
 from .lesson import mfu_peak, mlp_step
 
-REL = 1e-6
 GIB = 2**30
 COST_KEYS = ("flops", "hours", "gpu_hours", "cost")
 CLAIM_KEYS = ("gpu_hours", "mfu", "verdict")
@@ -39,87 +40,17 @@ RUN_LOGS = tuple(f"gpu_log_{c}.csv" for c in "abcde")  # the visible logs of the
 
 
 # ---------------------------------------------------------------- shared helpers
-def _same(found: Any, want: Any) -> bool:
-    """Numbers within :data:`REL` (:func:`close`), anything else (names, flags, lists, None) exactly."""
-    if isinstance(want, (int, float)) and not isinstance(want, bool):
-        return close(found, want, rel=REL, abs_tol=1e-12)
-    return found == want
+_compare = functools.partial(compare, mistakes="m06")  # a wrong value names m06.mistake.<name>
 
 
 def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return repr(value)
-
-
 def _slip(found: Any, want: Any, slips: dict) -> str | None:
     """The known mistake whose value equals ``found`` where the right value differs."""
     return next((name for name, slip in (slips or {}).items()
                  if slip is not None and not _same(slip, want) and _same(found, slip)), None)
-
-
-def _label(short: str, key: str) -> Message:
-    return msg("m06.part", case=short, key=key)
-
-
-def _explains(slip: Any, want: dict, found: dict, key: str, needs: tuple) -> bool:
-    """A known mistake's answer explains ``found[key]``: it gives that (wrong) value and agrees with the learner on
-    ``needs``, the keys the value is computed from (so a right value elsewhere never gets a wrong diagnosis)."""
-    if not isinstance(slip, dict) or key not in slip or _same(slip[key], want[key]):
-        return False
-    if not _same(found[key], slip[key]):
-        return False
-    return all(k in found and k in slip and _same(found[k], slip[k]) for k in needs)
-
-
-def _only(names) -> str | None:
-    """The one known mistake that explains a value; None where two do (the evidence shows neither)."""
-    found = list(names)
-    return found[0] if len(found) == 1 else None
-
-
-def _compare(text: Message, short: str, want: dict, found: Any, keys: tuple, slips: dict | None = None,
-             weights: dict | None = None, hint: str | dict | None = None, named: tuple | None = None,
-             needs: str = "before") -> list[Part]:
-    """One labelled Part per key of ``want``, each diagnosed from its own value.
-
-    A wrong value names a known mistake (only for ``named`` keys) when that mistake's answer, and no other's, gives it
-    and agrees with the learner on the keys it depends on: ``needs="before"`` the keys listed before it (a chain of results),
-    ``"own"`` none (independent results), ``"all"`` every key (one plan). Otherwise the key's ``hint`` (one message
-    key, or a dict per key) follows, unless a key before it is wrong too (keys are listed in the order they are
-    computed: that item says why; not for ``"own"``).
-    A message is given once per case, on its first wrong value.
-    """
-    if not isinstance(found, dict):
-        return [Part(False, msg("m06.not_dict", case=text, found=type(found).__name__), float(len(keys)))]
-    parts, explained = [], set()
-    for i, key in enumerate(keys):
-        weight, label = (weights or {}).get(key, 1.0), _label(short, key)
-        if key not in found:
-            parts.append(Part(False, msg("m06.missing_key", case=text, key=key, keys=", ".join(keys)), weight,
-                              label=label))
-            continue
-        if _same(found[key], want[key]):
-            parts.append(Part(True, msg("m06.ok", case=text), weight, label=label))
-            continue
-        wrong = msg("m06.wrong_value", case=text, key=key, expected=_show(want[key]), found=_show(found[key]))
-        depends = {"before": keys[:i], "own": (), "all": keys}[needs]
-        name = None
-        if named is None or key in named:
-            name = _only(n for n, s in (slips or {}).items() if _explains(s, want, found, key, depends))
-        upstream_wrong = needs != "own" and any(k in found and not _same(found[k], want[k]) for k in keys[:i])
-        why = f"m06.mistake.{name}" if name else None if upstream_wrong else (
-            hint.get(key) if isinstance(hint, dict) else hint)
-        first = why is not None and why not in explained
-        if first:
-            explained.add(why)
-            wrong = wrong + msg(why)
-        parts.append(Part(False, wrong, weight, mistake=name if first else None, label=label))
-    return parts
 
 
 def _call_or_error(fn, *args) -> Any:
@@ -156,7 +87,7 @@ def _cost_score(case, answer, want) -> list[Part]:
     right = want["answer"]
     if right == ERROR:
         if answer == ERROR:
-            return [Part(True, msg("m06.ok", case=text), 2.0, label=_label(_cost_short(case), "ValueError"))]
+            return [Part(True, msg("keys.ok", case=text), 2.0, label=_label(_cost_short(case), "ValueError"))]
         mistake = "mfu_percent" if case["mfu"] > 1 and isinstance(answer, dict) else None
         message = msg("m06.expected_error", case=text, found=_show(answer))
         return [Part(False, message + msg(f"m06.mistake.{mistake}") if mistake else message, 2.0, mistake=mistake,
@@ -183,7 +114,7 @@ def _claim_score(case, answer, want) -> list[Part]:
     label = case["label"] if isinstance(case["label"], dict) else {"ko": case["label"], "en": case["label"]}
     text = msg("m06.claim_case", label=Message(label["ko"], label["en"]))
     return _compare(text, label["en"].split(",")[0], want["answer"], answer, CLAIM_KEYS, want["slips"],
-                    hint="m06.claim_hint", named=("gpu_hours", "mfu"))
+                     hint="m06.claim_hint", named=("gpu_hours", "mfu"))
 
 
 # ---------------------------------------------------------------- task 3: serving
@@ -260,7 +191,7 @@ def _deploy_score(case, answer, want) -> list[Part]:
     short = f"{m['params'] / 1e9:.3g}B {target['tokens_per_s']} tok/s {target['ms_per_token']} ms"
     hints = {key: f"m06.deploy_hint_{key}" for key in DEPLOY_KEYS}
     return _compare(text, short, want["answer"], answer, DEPLOY_KEYS, want["slips"], {"offer": 2.0}, hints,
-                    needs="all")  # the four values are one plan: a mistake is named only where it gives the whole plan
+                     needs="all")  # the four values are one plan: a mistake is named only where it gives the whole plan
 
 
 # ---------------------------------------------------------------- task 5: why is this run slow?
@@ -379,7 +310,7 @@ def _inventory_score(case, answer, want) -> list[Part]:
     text = _inventory_text(case)
     short = "real" if case.get("real") else f"nvml {case['nvml']} {case['fail'] or 'ok'}"
     if not isinstance(answer, dict) or "rows" not in answer:
-        return [Part(False, msg("m06.not_dict", case=text, found=type(answer).__name__), 2.0)]
+        return [Part(False, msg("keys.not_dict", case=text, found=type(answer).__name__), 2.0)]
     found, label = answer["rows"], _label(short, "rows")
     raised = found.get("raised") if isinstance(found, dict) else None
     if case.get("real"):
@@ -390,7 +321,7 @@ def _inventory_score(case, answer, want) -> list[Part]:
             isinstance(f, dict) and str(f.get("name", "")).strip() == e["name"].strip()
             and close(f.get("memory_gib"), e["memory_gib"], rel=0.05)
             for e, f in zip(detected, found))
-        message = msg("m06.ok", case=text) if ok else msg("m06.inventory_detected", case=text, expected=detected, found=found)
+        message = msg("keys.ok", case=text) if ok else msg("m06.inventory_detected", case=text, expected=detected, found=found)
         return [Part(ok, message if ok else message + msg("m06.inventory_hint"), 2.0, label=label)]
     right, slips = want["answer"], want["slips"]
     if raised is not None:
@@ -399,7 +330,7 @@ def _inventory_score(case, answer, want) -> list[Part]:
         rows_ok = _same_rows(right, found)
         name = None if rows_ok else next((n for n, s in slips.items()
                                           if s["rows"] != right and _same_rows(s["rows"], found)), None)
-        message = msg("m06.ok", case=text) if rows_ok else msg("m06.inventory_rows", case=text, expected=right, found=found)
+        message = msg("keys.ok", case=text) if rows_ok else msg("m06.inventory_rows", case=text, expected=right, found=found)
         if not rows_ok:
             message = message + msg(f"m06.mistake.{name}" if name else "m06.inventory_hint")
         parts = [Part(rows_ok, message, 2.0, mistake=name, label=label)]
@@ -408,7 +339,7 @@ def _inventory_score(case, answer, want) -> list[Part]:
         ok = answer.get("shutdown") == expected and answer.get("init", 1) <= 1
         name = None if ok else next((n for n, s in slips.items() if s["shutdown"] != expected
                                      and s["shutdown"] == answer.get("shutdown")), None)
-        message = msg("m06.ok" if ok else "m06.inventory_shutdown", case=text, init=answer.get("init"),
+        message = msg("keys.ok" if ok else "m06.inventory_shutdown", case=text, init=answer.get("init"),
                       shutdown=answer.get("shutdown"), expected=expected)
         parts.append(Part(ok, message + msg(f"m06.mistake.{name}") if name else message, 1.0, mistake=name,
                           label=_label(short, "nvmlShutdown")))
@@ -498,7 +429,7 @@ def _mfu_score(case, answer, want) -> list[Part]:
     bad = next((r for r in found if not isinstance(r, dict) or any(k not in r for k in STEP_KEYS)), None)
     if not found or bad is not None:
         missing = "/".join(k for k in STEP_KEYS if not isinstance(bad, dict) or k not in bad)
-        return [Part(False, msg("m06.missing_key", case=text, key=missing, keys=", ".join(STEP_KEYS)), 4.0)]
+        return [Part(False, msg("keys.missing_key", case=text, key=missing, keys=", ".join(STEP_KEYS)), 4.0)]
     result = found[0]
     if not all(_positive(r["seconds_per_step"]) for r in found):
         return [Part(False, msg("m06.mfu_formula", case=text, expected="seconds_per_step > 0",
