@@ -230,8 +230,8 @@ def _reference_decode(model, case: dict, device: Any) -> dict:
 
 
 def reference(case: dict, answer: Any) -> dict:
-    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or on the
-    case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
+    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or
+    on the case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
     thread, as the learner's rounds run."""
     from ...harness import one_cpu_thread
     if case["kind"] == "virtual":
