@@ -39,8 +39,8 @@ class Shape:
     def __post_init__(self):
         if self.d_model % self.heads or self.heads % self.kv_heads or (self.d_model // self.heads) % 2:
             raise ValueError(Message(
-                f"d_model({self.d_model})은 heads({self.heads})로, heads는 kv_heads({self.kv_heads})로 나누어떨어져야 "
-                "하고 head_dim은 짝수여야 합니다.",
+                f"d_model({self.d_model})은 heads({self.heads})로, heads는 kv_heads({self.kv_heads})로 "
+                "나누어떨어져야 하고 head_dim은 짝수여야 합니다.",
                 f"d_model ({self.d_model}) must divide by heads ({self.heads}), heads by kv_heads ({self.kv_heads}), "
                 "and head_dim must be even.").text())
 
@@ -77,7 +77,8 @@ class Shape:
         return int(knowledge.forward_flops(self.params, 1))
 
 
-# 5.9 M parameters, 4.9 M of them read by each step (19 MB in float32): decode runs at a few hundred tokens/s on a 2-core CPU
+# 5.9 M parameters, 4.9 M of them read by each step (19 MB in float32): decode runs at a few hundred tokens/s on a
+# 2-core CPU
 LAPTOP = Shape(layers=4, d_model=256, heads=8, kv_heads=2, ffn=1024, vocab=4096)
 
 
@@ -291,7 +292,8 @@ def int8_path(device: Any = "cpu") -> tuple[str | None, Message | None]:
     if str(device).split(":")[0] == "cpu" and hasattr(torch, "ao") and torch.backends.quantized.engine != "none":
         return "torch.ao", None
     return None, Message(
-        f"{device}에서 int8 가중치를 만들 라이브러리가 없습니다: torchao를 설치하면 됩니다 (pip install torchao).",
+        f"{device}에서 int8 가중치를 만들 라이브러리가 없습니다: "
+        "torchao를 설치하면 됩니다 (pip install torchao).",
         f"no library here makes int8 weights on {device}: install torchao (pip install torchao).")
 
 

@@ -41,7 +41,8 @@ BAND = "decode"                # side_by_side band of expectations.yaml
 REFERENCE_BUDGET_S = 0.3       # the reference decode's time_fn budget per round
 VIRTUAL_REL = 1e-3             # a virtual case's time is exact: this close to the device's own
 REAL_CALL_S = 5e-4             # each call on the virtual GPU also takes this much real time (a sleep), so the
-                               # referee's wall shows that a round ran: at least one decode of new_tokens steps
+                               # referee's wall shows that a round ran: at least two decodes of new_tokens steps
+                               # (the timed one and the one whose tokens are returned)
 TINY = decode.Shape(layers=1, d_model=32, heads=2, kv_heads=1, ffn=64, vocab=128)  # the virtual case's values
 
 
@@ -230,8 +231,8 @@ def _reference_decode(model, case: dict, device: Any) -> dict:
 
 
 def reference(case: dict, answer: Any) -> dict:
-    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or on the
-    case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
+    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or
+    on the case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
     thread, as the learner's rounds run."""
     from ...harness import one_cpu_thread
     if case["kind"] == "virtual":
@@ -310,7 +311,7 @@ def _clock_claims(r: dict) -> list:
 def _virtual_score(case: dict, answer: dict, rounds: list, what: Message) -> list[Part]:
     """The virtual GPU's rounds: worth nothing where a round returned too soon to have run the model (the referee's
     walls) or its seconds are not one of ``time_fn``'s times on the virtual clock; else each part from its evidence."""
-    why = referee.unmeasured(answer, lambda r: case["new_tokens"] * REAL_CALL_S)
+    why = referee.unmeasured(answer, lambda r: 2 * case["new_tokens"] * REAL_CALL_S)
     if why:
         key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
         return [Part(False, msg(key, what=what, why=why.message()), 2.0)]

@@ -132,6 +132,17 @@ def test_each_mistake_is_named_on_the_virtual_gpu_and_no_other(fn):
     assert mine.message.ko != mine.message.en and mine.message.ko.strip()
 
 
+SHORT = {**VIRTUAL, "batch": 3, "prompt_len": 16, "new_tokens": 4, "step_ms": 1.0, "launch_us": 800.0}
+
+
+@pytest.mark.parametrize("fn", [right, no_synchronize], ids=lambda fn: fn.__name__)
+def test_a_short_decode_on_a_slow_launching_device_is_judged_alike(fn):
+    answer, parts = _graded(fn, SHORT)
+    assert _named(parts) == ([] if fn is right else [fn.__name__]) and (fraction(parts) == 1.0) is (fn is right)
+    instant = {**answer, "observed": {**answer["observed"], "walls": [1e-5] * len(answer["rounds"])}}
+    assert fraction(M.score(SHORT, instant)) == 0.0  # four steps are enough to tell a round that ran none
+
+
 def test_a_virtual_record_that_returned_at_once_or_lacks_what_the_check_saw_earns_nothing(honest_virtual):
     answer, _ = honest_virtual
     instant = {**answer, "observed": {**answer["observed"], "walls": [1e-5] * len(answer["rounds"])}}
