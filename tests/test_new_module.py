@@ -15,7 +15,7 @@ from autograder.grading import module_map
 from autograder.grading.course import REPO
 from test_layout import imported, module_of
 
-NEW = "08_serving"
+NEW = "09_compilers"
 
 # Run with the copy's package: its registry holds the new module (the copy's records).
 IN_THE_COPY = f"""
@@ -23,14 +23,14 @@ from autograder import modules
 from autograder.checks import check, expected
 from autograder.grading.course import Course
 from autograder.grading.generate import generate
-from course_answers.m08_serving import twice
+from course_answers.m09_compilers import twice
 import json, sys
 root = sys.argv[1]
-assert modules.folder("m08") == "m08_serving", modules.folders()
+assert modules.folder("m09") == "m09_compilers", modules.folders()
 generate(Course(__import__("pathlib").Path(root)), "{NEW}")
-written = json.loads((modules.path("m08") / expected.FILE).read_text(encoding="utf-8"))
-assert expected.same(written, expected.table("m08")), written
-assert check("m08.first", twice, points=1, hidden=True) is None
+written = json.loads((modules.path("m09") / expected.FILE).read_text(encoding="utf-8"))
+assert expected.same(written, expected.table("m09")), written
+assert check("m09.first", twice, points=1, hidden=True) is None
 """
 
 
@@ -60,15 +60,15 @@ def course(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def serving(course):
-    """``new-module 08 serving`` run in the copy; its exit status."""
-    return cli.main(["instructor", "new-module", "08", "serving", "--title-ko", "서빙", "--title-en", "Serving",
+    """``new-module 09 compilers`` run in the copy; its exit status."""
+    return cli.main(["instructor", "new-module", "09", "compilers", "--title-ko", "컴파일러", "--title-en", "Compilers",
                      "--root", str(course)])
 
 
 def test_a_new_module_is_its_record_and_its_own_files(course, serving):
     assert serving == 0
     m = layout.module(NEW, course)
-    assert [x.id for x in layout.modules(course)][-1] == NEW and layout.module("m08", course) == m
+    assert [x.id for x in layout.modules(course)][-1] == NEW and layout.module("m09", course) == m
     assert layout.problems(course) == []
     for lang in layout.LANGS:
         first = json.loads(m.lesson(lang, course).read_text(encoding="utf-8"))["cells"][0]["source"]
@@ -94,13 +94,13 @@ def test_the_maps_name_the_new_module_until_they_are_written(course, serving):
     """After ``new-module`` the maps miss its row (the test of the maps fails with it); ``module-map --write``
     adds it to the READMEs; the start page's row is added by hand."""
     diff = module_map.differences("README.md", course)
-    assert "+| 08 | [Serving](lessons/08_serving/08_serving.en.ipynb) | [exercise](exercises/08_serving/" in diff
-    assert "+| 08 | [서빙](lessons/08_serving/08_serving.ko.ipynb) | [실습](" in diff
+    assert "+| 09 | [Compilers](lessons/09_compilers/09_compilers.en.ipynb) | [exercise](exercises/09_compilers/" in diff
+    assert "+| 09 | [컴파일러](lessons/09_compilers/09_compilers.ko.ipynb) | [실습](" in diff
     assert cli.main(["instructor", "module-map", "--write", "--root", str(course)]) == 1  # the start page is left
     assert not module_map.differences("README.md", course)
     assert not module_map.differences("autograder/data/edition/README.md", course)
     start = module_map.differences(layout.start().lesson("en").as_posix(), course)
-    assert "+| 08 | [Serving](../08_serving/08_serving.en.ipynb) |" in start
+    assert "+| 09 | [Compilers](../09_compilers/09_compilers.en.ipynb) |" in start
 
 
 def test_new_module_refuses_a_number_or_name_that_is_taken(course, serving, capsys):
