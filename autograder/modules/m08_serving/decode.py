@@ -113,8 +113,8 @@ class Cache:
             store[layer][:, :, :old.shape[2]] = old
 
     def nbytes(self) -> int:
-        """Bytes of the filled part (what a decode step reads)."""
-        return sum(2 * k[:, :, :self.length].numel() * k.element_size() for k in self.keys)
+        """Bytes of the filled part of the cache's tensors (what a decode step reads)."""
+        return sum(t[:, :, :self.length].numel() * t.element_size() for t in self.keys + self.values)
 
 
 def _rotation(head_dim: int, start: int, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
