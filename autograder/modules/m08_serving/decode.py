@@ -22,6 +22,7 @@ from ...harness import Timing, time_fn
 from ...i18n import Message
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+timed = 0  # how many times time_decode has run in this process (the measured task's check counts the learner's)
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class Shape:
     def __post_init__(self):
         if self.d_model % self.heads or self.heads % self.kv_heads or (self.d_model // self.heads) % 2:
             raise ValueError(Message(
-                f"d_model({self.d_model})은 heads({self.heads})로, heads는 kv_heads({self.kv_heads})로 나누어떨어져야 "
-                "하고 head_dim은 짝수여야 합니다.",
+                f"d_model({self.d_model})은 heads({self.heads})로, heads는 kv_heads({self.kv_heads})로 "
+                "나누어떨어져야 하고 head_dim은 짝수여야 합니다.",
                 f"d_model ({self.d_model}) must divide by heads ({self.heads}), heads by kv_heads ({self.kv_heads}), "
                 "and head_dim must be even.").text())
 
@@ -76,7 +77,8 @@ class Shape:
         return int(knowledge.forward_flops(self.params, 1))
 
 
-# 5.9 M parameters, 4.9 M of them read by each step (19 MB in float32): decode runs at a few hundred tokens/s on a 2-core CPU
+# 5.9 M parameters, 4.9 M of them read by each step (19 MB in float32): decode runs at a few hundred tokens/s on a
+# 2-core CPU
 LAPTOP = Shape(layers=4, d_model=256, heads=8, kv_heads=2, ffn=1024, vocab=4096)
 
 
@@ -111,8 +113,8 @@ class Cache:
             store[layer][:, :, :old.shape[2]] = old
 
     def nbytes(self) -> int:
-        """Bytes of the filled part (what a decode step reads)."""
-        return sum(2 * k[:, :, :self.length].numel() * k.element_size() for k in self.keys)
+        """Bytes of the filled part of the cache's tensors (what a decode step reads)."""
+        return sum(t[:, :, :self.length].numel() * t.element_size() for t in self.keys + self.values)
 
 
 def _rotation(head_dim: int, start: int, length: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -290,7 +292,8 @@ def int8_path(device: Any = "cpu") -> tuple[str | None, Message | None]:
     if str(device).split(":")[0] == "cpu" and hasattr(torch, "ao") and torch.backends.quantized.engine != "none":
         return "torch.ao", None
     return None, Message(
-        f"{device}에서 int8 가중치를 만들 라이브러리가 없습니다: torchao를 설치하면 됩니다 (pip install torchao).",
+        f"{device}에서 int8 가중치를 만들 라이브러리가 없습니다: "
+        "torchao를 설치하면 됩니다 (pip install torchao).",
         f"no library here makes int8 weights on {device}: install torchao (pip install torchao).")
 
 
@@ -357,6 +360,8 @@ def time_decode(model: Decoder, ids: torch.Tensor, new_tokens: int, device: Any 
     :func:`~autograder.harness.time_fn`: the prompt is prefilled once, untimed, and the cache rewound to it before
     each timed call (``cache=False``: the whole sequence again for each token). ``device``: what ``time_fn``
     synchronizes (default the model's: CUDA and MPS are waited for), timed on the host clock as a check's rounds are."""
+    global timed
+    timed += 1
     device = model.embed.weight.device if device is None else device
     length = ids.shape[1]
     logits, kv = model.prefill(ids, capacity=length + new_tokens)

@@ -15,11 +15,15 @@ generated per second: ``batch * new_tokens / seconds``). Two kinds of case:
   (``recompute_prefix``), the prefill inside one (``prefill_timed``), a span ended while work was still queued
   (``no_synchronize``), and ``tokens_per_s`` counting the prompt's tokens (``prompt_counted``, seen on every case).
 
+On either kind, a function that runs the course's own decode timing (:func:`decode.time_decode`, also inside
+:func:`decode.measure_decode`) instead of its own loop earns nothing (``reference_called``).
+
 Messages: ``data/measure_messages.yaml`` (``m08.measure.*``, ``m08.mistake.<name>``).
 """
 from __future__ import annotations
 
 import math
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,11 +35,14 @@ from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import decode
 
-MISTAKES = ("recompute_prefix", "prefill_timed", "no_synchronize", "prompt_counted")
+MISTAKES = ("recompute_prefix", "prefill_timed", "no_synchronize", "prompt_counted", "reference_called")
 KEYS = ("tokens", "seconds", "tokens_per_s")
 BAND = "decode"                # side_by_side band of expectations.yaml
 REFERENCE_BUDGET_S = 0.3       # the reference decode's time_fn budget per round
 VIRTUAL_REL = 1e-3             # a virtual case's time is exact: this close to the device's own
+REAL_CALL_S = 5e-4             # each call on the virtual GPU also takes this much real time (a sleep), so the
+                               # referee's wall shows that a round ran: at least two decodes of new_tokens steps
+                               # (the timed one and the one whose tokens are returned)
 TINY = decode.Shape(layers=1, d_model=32, heads=2, kv_heads=1, ffn=64, vocab=128)  # the virtual case's values
 
 
@@ -114,7 +121,7 @@ class VirtualGPU:
 class VirtualDecoder:
     """:class:`decode.Decoder`'s calls on a :class:`VirtualGPU`: the values of a small real model, the time of the
     case's model (a step ``step_s``; a prefill ``prefill_s`` for the case's prompt, a whole-sequence pass that share
-    per token of its length)."""
+    per token of its length); each call also lasts :data:`REAL_CALL_S` of real time."""
 
     def __init__(self, case: dict, gpu: VirtualGPU):
         self.inner, self.gpu, self.shape = _tiny(), gpu, TINY
@@ -123,16 +130,20 @@ class VirtualDecoder:
         self.per_token_s = self.prefill_s / case["prompt_len"]
 
     def prefill(self, ids, capacity=None):
-        self.gpu.launch("prefill", self.per_token_s * ids.shape[1])
+        self._launch("prefill", self.per_token_s * ids.shape[1])
         return self.inner.prefill(ids, capacity)
 
     def step(self, ids, cache):
-        self.gpu.launch("step", self.step_s)
+        self._launch("step", self.step_s)
         return self.inner.step(ids, cache)
 
     def forward_full(self, ids):
-        self.gpu.launch("forward_full", self.per_token_s * ids.shape[1])
+        self._launch("forward_full", self.per_token_s * ids.shape[1])
         return self.inner.forward_full(ids)
+
+    def _launch(self, what: str, work_s: float) -> None:
+        self.gpu.launch(what, work_s)
+        time.sleep(REAL_CALL_S)
 
 
 @lru_cache(maxsize=1)
@@ -192,6 +203,7 @@ def answer(fn, case: dict) -> dict:
     """One round: the learner's function on the case; with what the check saw (calls, the virtual GPU's facts) and
     the tokens the course's greedy decode gives (on the same device)."""
     from ...harness import one_cpu_thread
+    before = decode.timed
     if case["kind"] == "virtual":  # the small model's values are computed on this CPU, on one thread
         gpu, model = _virtual(case)
         ids = decode.prompt(model.inner, case["batch"], case["prompt_len"], seed=1)
@@ -206,6 +218,7 @@ def answer(fn, case: dict) -> dict:
         with one_cpu_thread(device):
             result = fn(model, ids, case["new_tokens"], device)
         out = {**_plain(result), "calls": model.calls}
+    out["reference_calls"] = decode.timed - before  # the course's decode timing, run by the learner's function
     with one_cpu_thread(device):
         right = decode.generate(reference_model, ids, case["new_tokens"] + 1)[:, 1:]
     return {**out, "expected_tokens": right.tolist()}
@@ -218,8 +231,8 @@ def _reference_decode(model, case: dict, device: Any) -> dict:
 
 
 def reference(case: dict, answer: Any) -> dict:
-    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or on the
-    case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
+    """The course's decode of the case's prompt, timed by :func:`decode.time_decode`: on the virtual GPU (exact), or
+    on the case's device, taken again where it slowed (``referee.retaken``), keeping the faster; on a CPU on one torch
     thread, as the learner's rounds run."""
     from ...harness import one_cpu_thread
     if case["kind"] == "virtual":
@@ -295,10 +308,15 @@ def _clock_claims(r: dict) -> list:
     return [(r["seconds"], "time_fn")]
 
 
-def _virtual_score(case: dict, answer: dict, rounds: list) -> list[Part]:
+def _virtual_score(case: dict, answer: dict, rounds: list, what: Message) -> list[Part]:
+    """The virtual GPU's rounds: worth nothing where a round returned too soon to have run the model (the referee's
+    walls) or its seconds are not one of ``time_fn``'s times on the virtual clock; else each part from its evidence."""
+    why = referee.unmeasured(answer, lambda r: 2 * case["new_tokens"] * REAL_CALL_S)
+    if why:
+        key = "measure.not_observed" if why in ("no rounds", "not observed") else "measure.not_measured"
+        return [Part(False, msg(key, what=what, why=why.message()), 2.0)]
     spans = [r["virtual"]["spans"] for r in rounds]
     why = referee.off_clock({"rounds": rounds, "observed": {"spans": spans}}, _clock_claims)
-    what = message("m08.measure.what_virtual", batch=case["batch"], new=case["new_tokens"])
     if why:
         return [Part(False, msg("measure.off_clock", what=what, why=why.message()), 2.0)]
     facts = rounds[0]["virtual"]
@@ -329,14 +347,21 @@ def score(case: dict, answer: dict, want: Any = None) -> list[Part]:
     bad = _shape_problem(rounds)
     if bad:
         return [bad]
-    if case["kind"] == "virtual":
-        return _virtual_score(case, answer, rounds)
-    what = message("m08.measure.what_device", device=case["device"], batch=case["batch"], new=case["new_tokens"])
+    if any(r.get("reference_calls") for r in rounds):
+        return [Part(False, message("m08.mistake.reference_called"), mistake="reference_called")]
+    virtual = case["kind"] == "virtual"
+    what = message("m08.measure.what_virtual", batch=case["batch"], new=case["new_tokens"]) if virtual else \
+        message("m08.measure.what_device", device=case["device"], batch=case["batch"], new=case["new_tokens"])
+    seen = ("virtual" if virtual else "calls", "expected_tokens")
+    if any(not isinstance(r.get(key), (dict, list)) for r in rounds for key in seen):  # not this check's record
+        return [Part(False, msg("measure.not_observed", what=what, why=referee.Unmeasured("not observed").message()),
+                     2.0)]
+    if virtual:
+        return _virtual_score(case, answer, rounds, what)
     measured, compared = side_by_side(
         BAND, answer, what, lambda r: _generated(case) / r["seconds"], lambda ref: ref["tokens_per_s"],
         lambda r: r["seconds"], "tokens/s", clock_claims=_clock_claims)
     if not measured:
         return compared
-    calls = {k: max(r["calls"][k] for r in rounds) for k in ("prefill", "step", "forward_full")}
+    calls = {k: max(r["calls"].get(k, 0) for r in rounds) for k in ("prefill", "step", "forward_full")}
     return [_counting(case, rounds), _loop(calls, 1), _tokens(answer)] + compared
-

@@ -79,6 +79,13 @@ def recompute_prefix(model, prompt_ids, new_tokens, device):
     return _result(decode, time_fn(decode, device=device, budget_s=0.2).median_s, prompt_ids.shape[0] * new_tokens)
 
 
+def reference_called(model, prompt_ids, new_tokens, device):
+    from autograder.modules.m08_serving.decode import time_decode
+    decode = _decoder(model, prompt_ids, new_tokens)
+    seconds = time_decode(model, prompt_ids, new_tokens, device, budget_s=0.2).median_s
+    return _result(decode, seconds, prompt_ids.shape[0] * new_tokens)
+
+
 def by_hand(model, prompt_ids, new_tokens, device):
     decode = _decoder(model, prompt_ids, new_tokens)
     began = time.perf_counter()
@@ -101,8 +108,13 @@ def _named(parts):
 
 
 # ---------------------------------------------------------------- the virtual GPU: exact, under any load
-def test_an_honest_loop_gets_the_virtual_gpus_exact_decode_time():
-    answer, parts = _graded(right, VIRTUAL)
+@pytest.fixture(scope="module")
+def honest_virtual():
+    return _graded(right, VIRTUAL)
+
+
+def test_an_honest_loop_gets_the_virtual_gpus_exact_decode_time(honest_virtual):
+    answer, parts = honest_virtual
     assert fraction(parts) == 1.0, [p.message.en for p in parts if not p.ok]
     step_s, launch_s = VIRTUAL["step_ms"] / 1e3, VIRTUAL["launch_us"] / 1e6
     for r in answer["rounds"]:
@@ -110,7 +122,7 @@ def test_an_honest_loop_gets_the_virtual_gpus_exact_decode_time():
     assert answer["observed"]["reference"][0]["seconds"] == pytest.approx(answer["rounds"][0]["seconds"], rel=1e-9)
 
 
-@pytest.mark.parametrize("fn", [prompt_counted, no_synchronize, prefill_timed, recompute_prefix],
+@pytest.mark.parametrize("fn", [prompt_counted, no_synchronize, prefill_timed, recompute_prefix, reference_called],
                          ids=lambda fn: fn.__name__)
 def test_each_mistake_is_named_on_the_virtual_gpu_and_no_other(fn):
     _, parts = _graded(fn, VIRTUAL)
@@ -118,6 +130,26 @@ def test_each_mistake_is_named_on_the_virtual_gpu_and_no_other(fn):
     assert fraction(parts) < 1.0
     mine = next(p for p in parts if p.mistake == fn.__name__)
     assert mine.message.ko != mine.message.en and mine.message.ko.strip()
+
+
+SHORT = {**VIRTUAL, "batch": 3, "prompt_len": 16, "new_tokens": 4, "step_ms": 1.0, "launch_us": 800.0}
+
+
+@pytest.mark.parametrize("fn", [right, no_synchronize], ids=lambda fn: fn.__name__)
+def test_a_short_decode_on_a_slow_launching_device_is_judged_alike(fn):
+    answer, parts = _graded(fn, SHORT)
+    assert _named(parts) == ([] if fn is right else [fn.__name__]) and (fraction(parts) == 1.0) is (fn is right)
+    instant = {**answer, "observed": {**answer["observed"], "walls": [1e-5] * len(answer["rounds"])}}
+    assert fraction(M.score(SHORT, instant)) == 0.0  # four steps are enough to tell a round that ran none
+
+
+def test_a_virtual_record_that_returned_at_once_or_lacks_what_the_check_saw_earns_nothing(honest_virtual):
+    answer, _ = honest_virtual
+    instant = {**answer, "observed": {**answer["observed"], "walls": [1e-5] * len(answer["rounds"])}}
+    assert fraction(M.score(VIRTUAL, instant)) == 0.0
+    bare = {**answer, "rounds": [{k: v for k, v in r.items() if k != "virtual"} for r in answer["rounds"]]}
+    parts = M.score(VIRTUAL, bare)
+    assert fraction(parts) == 0.0 and "grader watched" in parts[0].message.en
 
 
 def test_a_time_the_course_clock_did_not_see_scores_nothing():
