@@ -5,9 +5,10 @@
 and in paged blocks. 3 ``crossover``: the batch at which decode turns compute-bound (multi-head and grouped-query
 attention). 4 ``speculative``: the speed-up of speculative decoding from a measured acceptance rate, and the draft
 length that maximises it. 5 ``bench_log``: a published serving benchmark log read per GPU and per request.
-6 ``int4`` (stretch): int4 weights or a second GPU for a token rate. Every task is exact: graded per key, and a wrong
-key that a known mistake gives is named (the references answer each known mistake beside the right answer:
-``want["mistakes"]``).
+6 ``int4`` (stretch): int4 weights or one more GPU for a token rate. These are exact: graded per key, and a wrong key
+that a known mistake gives is named (the references answer each known mistake beside the right answer:
+``want["mistakes"]``). 7 ``decode``: the learner's decode loop with a KV cache, measured side by side with the course's
+reference decode, and on a virtual GPU where each methodology mistake is named from its evidence (``measure.py``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ...checks.core import Part, Task
 from ...checks.keys import as_dict, exact_parts
 from ...datafile import read_yaml
 from ...i18n import Message, msg
+from . import measure
 
 REL = 1e-9        # exact tasks: relative tolerance for floating-point rounding (keys.EXACT)
 LOG_REL = 1e-3    # bench_log: a rate from the printed totals or the printed rate (both rounded to 2 decimals)
@@ -185,4 +187,7 @@ TASKS = {
     "int4": _task("int4", _visible_int4, "transfer", "stretch",
                   ("int4_as_one_byte", "scales_forgotten", "second_gpu_same_rate", "gb_not_gib"),
                   ("int4_as_one_byte",)),
+    "decode": Task(title=_m("title.decode"), rule=_m("rule.decode"), answer=measure.answer, score=measure.score,
+                   visible=measure.visible, measurement=True, reference=measure.reference, rounds=3, kind="recall",
+                   level="core", mistakes=measure.MISTAKES, central=("recompute_prefix", "prefill_timed")),
 }
