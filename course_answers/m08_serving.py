@@ -17,7 +17,7 @@ from autograder.checks.core import Recorded, canonical, collect
 from autograder.harness import time_fn
 from autograder.knowledge import forward_flops
 from autograder.llm import kv_cache_bytes, weight_bytes
-from autograder.modules.m08_serving import tasks
+from autograder.modules.m08_serving import decode, tasks
 
 GIB = 2**30
 SCALE_BYTES = 2  # int4 weights: one fp16 scale per group of weights
@@ -201,7 +201,14 @@ MISTAKES = {
              "gb_not_gib": _with(int4_or_second_gpu, unit=1e9)},
 }
 
-WRONG_DECODES = {"recompute_prefix": _with(decode_loop, recompute=True),
+def _course_timing(model, prompt_ids, new_tokens, device):
+    """The course's own decode timing run in place of the learner's loop."""
+    seconds = decode.time_decode(model, prompt_ids, new_tokens, device, budget_s=0.2).median_s
+    made = _decoder(model, prompt_ids, new_tokens)()
+    return {"tokens": made, "seconds": seconds, "tokens_per_s": prompt_ids.shape[0] * new_tokens / seconds}
+
+
+WRONG_DECODES = {"reference_called": _course_timing,"recompute_prefix": _with(decode_loop, recompute=True),
                  "prefill_timed": _with(decode_loop, prefill_inside=True),
                  "no_synchronize": _with(decode_loop, synchronize=False),
                  "prompt_counted": _with(decode_loop, counted=lambda ids, new: ids.shape[1] + new)}
