@@ -10,7 +10,7 @@ import numpy as np
 
 from ... import llm
 from ...datafile import read_yaml
-from ...lesson import LABEL, t
+from ...lesson import LABEL, clearly_more, t
 from .decode import Shape
 
 DATA = Path(__file__).parent / "data"
@@ -33,10 +33,16 @@ class Model:
 
 @lru_cache(maxsize=None)
 def models() -> dict[str, Model]:
-    """The models of ``data/lesson_models.yaml``, with their sources there."""
-    fields = ("layers", "d_model", "heads", "kv_heads", "ffn", "vocab")
-    return {name: Model(r["label"], Shape(**{f: r[f] for f in fields}), r.get("window"), float(r["params_total"]))
-            for name, r in read_yaml(DATA / "lesson_models.yaml").items()}
+    """The models of ``data/lesson_models.yaml``, each joined with its record in ``data/models.yaml`` (the tasks'
+    table, where its sources are)."""
+    tasks = read_yaml(DATA / "models.yaml")
+    found = {}
+    for name, extra in read_yaml(DATA / "lesson_models.yaml").items():
+        r = {**tasks.get(name, {}), **extra}
+        shape = Shape(layers=r["layers"], d_model=r["heads"] * r["head_dim"], heads=r["heads"], kv_heads=r["kv_heads"],
+                      ffn=r["ffn"], vocab=r["vocab"])
+        found[name] = Model(r["label"], shape, r["window"], float(r["params"]))
+    return found
 
 
 def kv_per_sequence(m: Model, context: int, kv_bytes: float = 2, kv_heads: int | None = None) -> int:
@@ -63,6 +69,15 @@ def sequences_that_fit(m: Model, p, context: int, weight_bytes: float = 2, kv_by
     embedding table included; 0 where the weights alone do not fit."""
     left = p.memory_bytes - m.params_total * weight_bytes
     return max(0, int(left // kv_per_sequence(m, context, kv_bytes, kv_heads)))
+
+
+def cache_verdict(with_cache: float, without: float) -> str:
+    """What the lesson says of decode tokens/s measured with and without the KV cache: the factor only where the
+    cache is clearly faster (:func:`autograder.lesson.clearly_more`), else that this run shows no clear difference."""
+    if clearly_more(with_cache, without):
+        return t(f"KV 캐시가 {with_cache / without:.1f}배 빠릅니다.", f"The KV cache is {with_cache / without:.1f}x faster.")
+    return t("이번 측정에서는 두 방식의 차이가 분명하지 않습니다: 장치가 바쁜지 보고 다시 실행해 보세요.",
+             "This run shows no clear difference: check whether the machine is busy and run the cell again.")
 
 
 def kv_waste(lengths, reserved: int, block: int) -> dict:

@@ -108,6 +108,16 @@ def test_the_speculative_explorer_names_the_best_draft_length_in_the_learners_la
     assert word in out and f"= {best}" in out
 
 
+@pytest.mark.parametrize("lang", ["ko", "en"])
+def test_the_cache_is_called_faster_only_where_the_times_show_it(monkeypatch, lang):
+    monkeypatch.setattr(i18n, "_chosen", None)
+    i18n.set_language(lang)
+    assert ("3.0" in m08.cache_verdict(300.0, 100.0)) and ("배" if lang == "ko" else "faster") in m08.cache_verdict(300, 100)
+    for with_cache, without in ((110.0, 100.0), (100.0, 100.0), (50.0, 100.0)):   # within 1.2x, or slower: no claim
+        said = m08.cache_verdict(with_cache, without)
+        assert "배 빠릅니다" not in said and "x faster" not in said
+
+
 def test_the_lesson_runs_top_to_bottom(tmp_path, monkeypatch):
     import nbclient
     import nbformat
