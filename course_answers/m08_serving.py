@@ -132,27 +132,28 @@ def _decoder(model, prompt_ids, new_tokens, prefill_inside=False, recompute=Fals
     prompt before each call), each step one token through ``step``; or, wrongly, the prefill inside the call, or the
     whole sequence through ``forward_full`` at each step."""
     length = prompt_ids.shape[1]
-    logits, cache = model.prefill(prompt_ids, capacity=length + new_tokens)
-    first = logits.argmax(-1, keepdim=True)
+    scores, cache = model.prefill(prompt_ids, capacity=length + new_tokens)
+    after_prompt = scores.argmax(dim=-1, keepdim=True)
 
     def decode():
         if recompute:
-            ids = torch.cat([prompt_ids, first], 1)
-            for _ in range(new_tokens):
-                ids = torch.cat([ids, model.forward_full(ids)[:, -1].argmax(-1, keepdim=True)], 1)
-            return ids[:, length + 1:]
+            seq = torch.cat([prompt_ids, after_prompt], dim=1)
+            for _step in range(new_tokens):
+                nxt = model.forward_full(seq)[:, -1].argmax(dim=-1, keepdim=True)
+                seq = torch.cat([seq, nxt], dim=1)
+            return seq[:, length + 1:]
         if prefill_inside:
-            logits, kv = model.prefill(prompt_ids, capacity=length + new_tokens)
-            token = logits.argmax(-1, keepdim=True)
+            scores, kv = model.prefill(prompt_ids, capacity=length + new_tokens)
+            nxt = scores.argmax(dim=-1, keepdim=True)
         else:
             cache.rewind(length)
-            token, kv = first, cache
-        out = []
-        for _ in range(new_tokens):
-            logits, _ = model.step(token, kv)
-            token = logits.argmax(-1, keepdim=True)
-            out.append(token)
-        return torch.cat(out, 1)
+            nxt, kv = after_prompt, cache
+        made = []
+        for _step in range(new_tokens):
+            scores, kv = model.step(nxt, kv)
+            nxt = scores.argmax(dim=-1, keepdim=True)
+            made.append(nxt)
+        return torch.cat(made, dim=1)
     return decode
 
 
