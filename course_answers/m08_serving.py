@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from autograder import profiles
-from autograder.checks.core import canonical
+from autograder.checks.core import Recorded, canonical, collect
+from autograder.harness import time_fn
 from autograder.knowledge import forward_flops
 from autograder.llm import kv_cache_bytes, weight_bytes
-from autograder.modules.m08_serving import tasks
+from autograder.modules.m08_serving import decode, tasks
 
 GIB = 2**30
 SCALE_BYTES = 2  # int4 weights: one fp16 scale per group of weights
@@ -123,6 +126,46 @@ def int4_or_second_gpu(model, device, target_tokens_per_s, group_size, int4_byte
     return {"int4_tokens_per_s": rate["int4"], "two_gpu_tokens_per_s": rate["two_gpus"], "choice": choice}
 
 
+# ------------------------------------------------------------ 7. a decode loop with a KV cache, timed
+def _decoder(model, prompt_ids, new_tokens, prefill_inside=False, recompute=False):
+    """The greedy decode of ``new_tokens`` tokens after the prompt: prefilled once outside (the cache rewound to the
+    prompt before each call), each step one token through ``step``; or, wrongly, the prefill inside the call, or the
+    whole sequence through ``forward_full`` at each step."""
+    length = prompt_ids.shape[1]
+    scores, cache = model.prefill(prompt_ids, capacity=length + new_tokens)
+    after_prompt = scores.argmax(dim=-1, keepdim=True)
+
+    def decode():
+        if recompute:
+            seq = torch.cat([prompt_ids, after_prompt], dim=1)
+            for _step in range(new_tokens):
+                nxt = model.forward_full(seq)[:, -1].argmax(dim=-1, keepdim=True)
+                seq = torch.cat([seq, nxt], dim=1)
+            return seq[:, length + 1:]
+        if prefill_inside:
+            scores, kv = model.prefill(prompt_ids, capacity=length + new_tokens)
+            nxt = scores.argmax(dim=-1, keepdim=True)
+        else:
+            cache.rewind(length)
+            nxt, kv = after_prompt, cache
+        made = []
+        for _step in range(new_tokens):
+            scores, kv = model.step(nxt, kv)
+            nxt = scores.argmax(dim=-1, keepdim=True)
+            made.append(nxt)
+        return torch.cat(made, dim=1)
+    return decode
+
+
+def decode_loop(model, prompt_ids, new_tokens, device, synchronize=True, counted=None, **wrong):
+    """Decode tokens per second: the decode steps alone, timed with ``time_fn`` on the device, generated tokens
+    (batch x new_tokens) over the median time of one decode."""
+    decode = _decoder(model, prompt_ids, new_tokens, **wrong)
+    seconds = time_fn(decode, device=device if synchronize else "cpu", budget_s=0.2).median_s
+    tokens = prompt_ids.shape[0] * (new_tokens if counted is None else counted(prompt_ids, new_tokens))
+    return {"tokens": decode(), "seconds": seconds, "tokens_per_s": tokens / seconds}
+
+
 # ------------------------------------------------------------ known mistakes
 def _with(fn, **options):
     return lambda *args: fn(*args, **options)
@@ -158,6 +201,32 @@ MISTAKES = {
              "second_gpu_same_rate": _with(int4_or_second_gpu, second_reads_half=False),
              "gb_not_gib": _with(int4_or_second_gpu, unit=1e9)},
 }
+
+def _course_timing(model, prompt_ids, new_tokens, device):
+    """The course's own decode timing run in place of the learner's loop."""
+    seconds = decode.time_decode(model, prompt_ids, new_tokens, device, budget_s=0.2).median_s
+    made = _decoder(model, prompt_ids, new_tokens)()
+    return {"tokens": made, "seconds": seconds, "tokens_per_s": prompt_ids.shape[0] * new_tokens / seconds}
+
+
+WRONG_DECODES = {"reference_called": _course_timing,"recompute_prefix": _with(decode_loop, recompute=True),
+                 "prefill_timed": _with(decode_loop, prefill_inside=True),
+                 "no_synchronize": _with(decode_loop, synchronize=False),
+                 "prompt_counted": _with(decode_loop, counted=lambda ids, new: ids.shape[1] + new)}
+
+
+class _RecordedOnTheVirtualGPU(dict):
+    """The decode task's wrong answers as its check records them on the virtual GPU (the visible case whose clock
+    is exact, so the record does not depend on the machine's load), recorded when one is asked for."""
+
+    def __getitem__(self, name: str) -> Recorded:
+        t = tasks.TASKS["decode"]
+        i, case = next((i, c) for i, c in enumerate(canonical(list(t.visible()))) if c["kind"] == "virtual")
+        record, = collect(t, WRONG_DECODES[name], [case], "m08.decode")
+        return Recorded(record["answer"], case=i)
+
+
+MISTAKES["decode"] = _RecordedOnTheVirtualGPU.fromkeys(WRONG_DECODES)
 
 
 # ---------------------------------------------------------------- expected answers of a case
@@ -267,4 +336,7 @@ HIDDEN = {
     "speculative": _speculative_hidden,
     "bench_log": _bench_log_hidden,
     "int4": _int4_hidden,
+    "decode": lambda rng: [{"kind": "virtual", "batch": rng.choice([1, 3]), "prompt_len": rng.choice([16, 48]),
+                            "new_tokens": rng.choice([4, 12]), "step_ms": rng.choice([1.0, 3.0]),
+                            "prefill_ms": rng.choice([4.0, 9.0]), "launch_us": rng.choice([200.0, 800.0])}],
 }

@@ -99,8 +99,10 @@ def task_texts(module: str) -> dict[str, str]:
 
 
 BANDS = {"m01.speedup": "step", "m02.measure": "matmul", "m03.sweep": "sweep", "m05.measure": "allreduce",
+         "m08.decode": "decode",
          "m06.mfu": "step", "m07.copy": "bandwidth"}  # the side_by_side kind each measurement task is scored with
-CLOCK = {"m01.speedup": "calls", "m02.measure": "time_fn", "m03.sweep": "time_fn", "m06.mfu": "calls"}  # the
+CLOCK = {"m01.speedup": "calls", "m02.measure": "time_fn", "m03.sweep": "time_fn", "m06.mfu": "calls",
+         "m08.decode": "time_fn"}  # the
 # figures referee.off_clock holds: from time_fn's times, or no shorter than the calls of the step the check hands over
 
 

@@ -55,6 +55,17 @@ def _kernel_copy(case):
              "virtual": virtual}, {"simulated": True})
 
 
+def _decode(case):
+    seconds, tokens = 0.01, [[1] * case["new_tokens"]] * case["batch"]
+    rate = case["batch"] * case["new_tokens"] / seconds
+    seen = ({"virtual": {"spans": [[seconds, "time_fn:0"]], "timed": {"prefill": 0, "step": case["new_tokens"],
+                                                                      "forward_full": 0},
+                         "unsynchronized": 0, "synchronizes": 1}} if case["kind"] == "virtual"
+            else {"calls": {"prefill": 1, "step": case["new_tokens"], "forward_full": 0}})
+    return ({"tokens": tokens, "seconds": seconds, "tokens_per_s": rate, "expected_tokens": tokens, **seen},
+            {"seconds": seconds, "tokens_per_s": rate})
+
+
 # task id -> (which visible case, the forged round answer and the reference that agrees with it)
 FORGERIES = {
     "m01.speedup": (0, _speedup),
@@ -63,6 +74,7 @@ FORGERIES = {
     "m05.measure": (1, _busbw),  # the real ranks; the fake-dist case is graded against the fake's own clock
     "m06.mfu": (0, _mfu),
     "m07.copy": (0, _kernel_copy),
+    "m08.decode": (0, _decode),
 }
 
 

@@ -5,23 +5,24 @@
 and in paged blocks. 3 ``crossover``: the batch at which decode turns compute-bound (multi-head and grouped-query
 attention). 4 ``speculative``: the speed-up of speculative decoding from a measured acceptance rate, and the draft
 length that maximises it. 5 ``bench_log``: a published serving benchmark log read per GPU and per request.
-6 ``int4`` (stretch): int4 weights or a second GPU for a token rate. Every task is exact: graded per key, and a wrong
-key that a known mistake gives is named (the references answer each known mistake beside the right answer:
-``want["mistakes"]``).
+6 ``int4`` (stretch): int4 weights or one more GPU for a token rate. These are exact: graded per key, and a wrong key
+that a known mistake gives is named (the references answer each known mistake beside the right answer:
+``want["mistakes"]``). 7 ``decode``: the learner's decode loop with a KV cache, measured side by side with the course's
+reference decode, and on a virtual GPU where each methodology mistake is named from its evidence (``measure.py``).
 """
 from __future__ import annotations
 
-import math
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-from ...checks.core import Part, Task, close
+from ...checks.core import Part, Task
+from ...checks.keys import as_dict, exact_parts
 from ...datafile import read_yaml
 from ...i18n import Message, msg
+from . import measure
 
-REL = 1e-9        # exact tasks: relative tolerance for floating-point rounding
+REL = 1e-9        # exact tasks: relative tolerance for floating-point rounding (keys.EXACT)
 LOG_REL = 1e-3    # bench_log: a rate from the printed totals or the printed rate (both rounded to 2 decimals)
 
 KEYS = {"latency": ("ttft_s", "tpot_s"),
@@ -41,71 +42,6 @@ CHOICES = ("bf16", "int4", "two_gpus", "none")
 
 def _m(key: str, **values) -> Message:
     return msg(f"m08.{key}", **values)
-
-
-def _number(value: Any) -> Any:
-    """ints, floats and 0-d numpy/torch values as a Python number; None, strings and anything else unchanged."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return repr(value)
-
-
-def _as_dict(result: Any, keys: tuple[str, ...]) -> dict:
-    """The learner's dict reduced to ``keys`` as plain data (whole floats as ints: a batch of 12.0 is 12)."""
-    if not isinstance(result, dict):
-        raise TypeError(_m("need_dict", keys=", ".join(keys), found=type(result).__name__).text())
-    out = {}
-    for key in keys:
-        if key not in result:
-            raise KeyError(_m("missing_key", key=key, keys=", ".join(keys)).text())
-        value = _number(result[key])
-        out[key] = int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
-    return out
-
-
-def _same(found: Any, want: Any, rel: float = REL) -> bool:
-    """Equal strings and None, numbers within rounding."""
-    if isinstance(want, str) or want is None or found is None or isinstance(found, str):
-        return found == want
-    return close(found, want, rel=rel, abs_tol=1e-300)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:,.6g}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    return repr(value) if isinstance(value, str) else str(value)
-
-
-def _mistake(found: dict, want: dict, key: str, rel: float) -> str | None:
-    """The known mistake whose answer gives ``found[key]`` where the right answer does not: the one that agrees with
-    ``found`` on most keys; None when two fit equally well (naming either could misdiagnose)."""
-    fits = []
-    for name, answer in (want.get("mistakes") or {}).items():
-        if key in answer and _same(found.get(key), answer[key], rel) and not _same(answer[key], want[key], rel):
-            fits.append((sum(_same(found.get(k), answer.get(k), rel) for k in answer), name))
-    best = [name for agree, name in fits if agree == max(fits)[0]] if fits else []
-    return best[0] if len(best) == 1 else None
-
-
-def _parts(case_text: str, want: dict, found: dict, keys: tuple[str, ...], rel: float = REL) -> list[Part]:
-    """One labelled part per key; a wrong key that a known mistake gives names the mistake."""
-    parts = []
-    for key in keys:
-        label = Message(f"{case_text} → {key}", f"{case_text} → {key}")
-        text = _m("expected_found", what=label, expected=_show(want[key]), found=_show(found.get(key)))
-        if _same(found.get(key), want[key], rel):
-            parts.append(Part(True, text, label=label))
-            continue
-        name = _mistake(found, want, key, rel)
-        parts.append(Part(False, text + _m(f"mistake.{name}") if name else text, mistake=name, label=label))
-    return parts
 
 
 @lru_cache(maxsize=None)
@@ -194,7 +130,8 @@ def _visible_bench_log() -> list:
 
 
 def _visible_int4() -> list:
-    return [{"model": model("llama3_70b"), "device": device("h200_sxm"), "target_tokens_per_s": 30.0, "group_size": 128},
+    return [{"model": model("llama3_70b"), "device": device("h200_sxm"), "target_tokens_per_s": 30.0,
+             "group_size": 128},
             {"model": model("llama3_8b"), "device": device("rtx_4090"), "target_tokens_per_s": 150.0, "group_size": 64},
             {"model": model("llama3_8b"), "device": device("l4"), "target_tokens_per_s": 15.0, "group_size": 128},
             {"model": model("llama3_70b"), "device": device("rtx_5090"), "target_tokens_per_s": 30.0,
@@ -213,13 +150,13 @@ def _case_text(name: str, case: dict) -> str:
 def _answer(name: str):
     def answer(fn, case) -> dict:
         args = [dict(case[a]) if isinstance(case[a], dict) else case[a] for a in ARGS[name]]
-        return _as_dict(fn(*args), KEYS[name])
+        return as_dict(fn(*args), KEYS[name])
     return answer
 
 
 def _score(name: str, rel: float = REL):
     def score(case, answer, want) -> list[Part]:
-        parts = _parts(_case_text(name, case), want, answer, KEYS[name], rel)
+        parts = exact_parts(_case_text(name, case), want, answer, KEYS[name], rel=rel, mistakes="m08")
         if name == "int4" and answer.get("choice") not in CHOICES:
             parts.append(Part(False, _m("choice_values", choices=", ".join(map(repr, CHOICES))), weight=0))
         return parts
@@ -250,4 +187,7 @@ TASKS = {
     "int4": _task("int4", _visible_int4, "transfer", "stretch",
                   ("int4_as_one_byte", "scales_forgotten", "second_gpu_same_rate", "gb_not_gib"),
                   ("int4_as_one_byte",)),
+    "decode": Task(title=_m("title.decode"), rule=_m("rule.decode"), answer=measure.answer, score=measure.score,
+                   visible=measure.visible, measurement=True, reference=measure.reference, rounds=3, kind="recall",
+                   level="core", mistakes=measure.MISTAKES, central=("recompute_prefix", "prefill_timed")),
 }
