@@ -22,7 +22,7 @@ from typing import Any
 
 from ...checks import referee
 from ...checks.core import Part, Task, close
-from ...checks.keys import as_dict as _as_dict, exact as _same, exact_parts, number as _number, shown as _show
+from ...checks.keys import as_dict as _as_dict, exact_parts, number as _number, shown as _show
 from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import analysis, measure

@@ -18,20 +18,18 @@ generated per second: ``batch * new_tokens / seconds``). Two kinds of case:
 On either kind, a function that runs the course's own decode timing (:func:`decode.time_decode`, also inside
 :func:`decode.measure_decode`) instead of its own loop earns nothing (``reference_called``).
 
-Messages: ``data/measure_messages.yaml`` (``m08.measure.*``, ``m08.mistake.<name>``).
+Messages: ``messages.yaml`` (``m08.measure.*``).
 """
 from __future__ import annotations
 
 import math
 import time
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from ... import clock
 from ...checks import referee
 from ...checks.core import Part
-from ...datafile import read_yaml
 from ...i18n import Message, msg
 from . import decode
 
@@ -44,17 +42,6 @@ REAL_CALL_S = 5e-4             # each call on the virtual GPU also takes this mu
                                # referee's wall shows that a round ran: at least two decodes of new_tokens steps
                                # (the timed one and the one whose tokens are returned)
 TINY = decode.Shape(layers=1, d_model=32, heads=2, kv_heads=1, ffn=64, vocab=128)  # the virtual case's values
-
-
-@lru_cache(maxsize=1)
-def _messages() -> dict:
-    return read_yaml(Path(__file__).resolve().parent / "data" / "measure_messages.yaml")
-
-
-def message(key: str, **values) -> Message:
-    """The bilingual message ``key`` of ``data/measure_messages.yaml``, formatted with ``values``."""
-    pair = _messages()[key]
-    return Message(pair["ko"], pair["en"]).format(**values)
 
 
 def visible() -> list:
@@ -259,47 +246,47 @@ def _number(value: Any) -> bool:
 def _counting(case: dict, rounds: list) -> Part:
     """``tokens_per_s`` = batch x new_tokens / ``seconds`` in every round; batch x (prompt + new) is the prompt
     counted as generated."""
-    label = message("m08.measure.label_counting")
+    label = msg("m08.measure.label_counting")
     for r in rounds:
         per_s = r["tokens_per_s"] * r["seconds"]
         values = dict(found=f"{r['tokens_per_s']:.4g}", seconds=f"{r['seconds']:.4g}", generated=_generated(case))
         if math.isclose(per_s, _generated(case), rel_tol=1e-3):
             continue
         if math.isclose(per_s, case["batch"] * (case["prompt_len"] + case["new_tokens"]), rel_tol=1e-3):
-            return Part(False, message("m08.mistake.prompt_counted", prompt=case["batch"] * case["prompt_len"],
+            return Part(False, msg("m08.measure.mistake_prompt_counted", prompt=case["batch"] * case["prompt_len"],
                                        **values), mistake="prompt_counted", label=label)
-        return Part(False, message("m08.measure.counting_off", **values), label=label)
-    return Part(True, message("m08.measure.counting", generated=_generated(case)), label=label)
+        return Part(False, msg("m08.measure.counting_off", **values), label=label)
+    return Part(True, msg("m08.measure.counting", generated=_generated(case)), label=label)
 
 
 def _loop(calls: dict, untimed_prefills: int) -> Part:
     """What the timed decode ran (``calls``: of the whole function on the device, where its one prefill is
     ``untimed_prefills``; inside timed spans on the virtual GPU, none): the prefix computed again (whole-sequence
     passes, or prefills and no step) or the prefill timed with the steps is each named."""
-    label = message("m08.measure.label_loop")
+    label = msg("m08.measure.label_loop")
     prefills, steps = calls.get("prefill", 0), calls.get("step", 0)
     if calls.get("forward_full") or (prefills > untimed_prefills and not steps):
-        return Part(False, message("m08.mistake.recompute_prefix", **calls), mistake="recompute_prefix", label=label)
+        return Part(False, msg("m08.measure.mistake_recompute_prefix", **calls), mistake="recompute_prefix", label=label)
     if prefills > untimed_prefills:
-        return Part(False, message("m08.mistake.prefill_timed", **calls), mistake="prefill_timed", label=label)
+        return Part(False, msg("m08.measure.mistake_prefill_timed", **calls), mistake="prefill_timed", label=label)
     if not steps:
-        return Part(False, message("m08.measure.no_steps", **calls), label=label)
-    return Part(True, message("m08.measure.loop", **calls), label=label)
+        return Part(False, msg("m08.measure.no_steps", **calls), label=label)
+    return Part(True, msg("m08.measure.loop", **calls), label=label)
 
 
 def _tokens(answer: dict) -> Part:
-    label = message("m08.measure.label_tokens")
+    label = msg("m08.measure.label_tokens")
     ok = [r.get("tokens") == r.get("expected_tokens") for r in referee.rounds(answer)]
-    return Part(all(ok), message("m08.measure.tokens" if all(ok) else "m08.measure.tokens_wrong"), label=label)
+    return Part(all(ok), msg("m08.measure.tokens" if all(ok) else "m08.measure.tokens_wrong"), label=label)
 
 
 def _shape_problem(rounds: list) -> Part | None:
     if not rounds:
-        return Part(False, message("m08.measure.no_rounds"))
+        return Part(False, msg("m08.measure.no_rounds"))
     for r in rounds:
         missing = [k for k in KEYS if k not in r] + [k for k in KEYS[1:] if k in r and not _number(r[k])]
         if missing:
-            return Part(False, message("m08.measure.need_keys", keys=", ".join(KEYS), found=", ".join(missing)))
+            return Part(False, msg("m08.measure.need_keys", keys=", ".join(KEYS), found=", ".join(missing)))
     return None
 
 
@@ -323,19 +310,19 @@ def _virtual_score(case: dict, answer: dict, rounds: list, what: Message) -> lis
     refs = [r for r in referee.observed(answer).get("reference") or [] if isinstance(r, dict) and "seconds" in r]
     timed = {k: max(r["virtual"]["timed"][k] for r in rounds) for k in ("prefill", "step", "forward_full")}
     parts = [_counting(case, rounds), _loop(timed, 0)]
-    label = message("m08.measure.label_synchronize")
+    label = msg("m08.measure.label_synchronize")
     unsynchronized = max(r["virtual"]["unsynchronized"] for r in rounds)
     if unsynchronized:
-        parts.append(Part(False, message("m08.mistake.no_synchronize", spans=unsynchronized,
+        parts.append(Part(False, msg("m08.measure.mistake_no_synchronize", spans=unsynchronized,
                                          synchronizes=facts["synchronizes"]), mistake="no_synchronize", label=label))
     else:
-        parts.append(Part(True, message("m08.measure.synchronized"), label=label))
+        parts.append(Part(True, msg("m08.measure.synchronized"), label=label))
     if refs:
         want = refs[0]["seconds"]
         found = max((r["seconds"] for r in rounds), key=lambda s: abs(math.log(s / want)))  # the farthest round
         parts.append(Part(math.isclose(found, want, rel_tol=VIRTUAL_REL),
-                          message("m08.measure.virtual_time", what=what, found=f"{found * 1e3:.4g}",
-                                  want=f"{want * 1e3:.4g}"), 2.0, label=message("m08.measure.label_time")))
+                          msg("m08.measure.virtual_time", what=what, found=f"{found * 1e3:.4g}",
+                                  want=f"{want * 1e3:.4g}"), 2.0, label=msg("m08.measure.label_time")))
     return parts + [_tokens(answer)]
 
 
@@ -348,10 +335,10 @@ def score(case: dict, answer: dict, want: Any = None) -> list[Part]:
     if bad:
         return [bad]
     if any(r.get("reference_calls") for r in rounds):
-        return [Part(False, message("m08.mistake.reference_called"), mistake="reference_called")]
+        return [Part(False, msg("m08.measure.mistake_reference_called"), mistake="reference_called")]
     virtual = case["kind"] == "virtual"
-    what = message("m08.measure.what_virtual", batch=case["batch"], new=case["new_tokens"]) if virtual else \
-        message("m08.measure.what_device", device=case["device"], batch=case["batch"], new=case["new_tokens"])
+    what = msg("m08.measure.what_virtual", batch=case["batch"], new=case["new_tokens"]) if virtual else \
+        msg("m08.measure.what_device", device=case["device"], batch=case["batch"], new=case["new_tokens"])
     seen = ("virtual" if virtual else "calls", "expected_tokens")
     if any(not isinstance(r.get(key), (dict, list)) for r in rounds for key in seen):  # not this check's record
         return [Part(False, msg("measure.not_observed", what=what, why=referee.Unmeasured("not observed").message()),

@@ -3,12 +3,14 @@ named from its evidence on the virtual GPU (exact, any load) and, where a CPU sh
 the course's clock did not see scores nothing. The device case's band is judged on recorded rounds, so no test here
 depends on the machine's load."""
 import time
+from pathlib import Path
 
 import pytest
 import torch
 
 from autograder import clock
 from autograder.checks.core import Task, collect, fraction
+from autograder.datafile import read_yaml
 from autograder.harness import summary_times, time_fn
 from autograder.i18n import Message
 from autograder.modules.m08_serving import measure as M
@@ -246,6 +248,8 @@ def test_an_answer_of_the_wrong_shape_says_which_keys(result):
 
 
 def test_every_message_is_in_both_languages_and_every_mistake_has_one():
-    texts = M._messages()
-    assert all(pair["ko"].strip() and pair["en"].strip() and pair["ko"] != pair["en"] for pair in texts.values())
-    assert {f"m08.mistake.{name}" for name in M.MISTAKES} <= set(texts)
+    texts = read_yaml(Path(M.__file__).resolve().parent / "messages.yaml")
+    measure = {key: pair for key, pair in texts.items() if key.startswith("m08.measure.")}
+    assert all(pair["ko"].strip() and pair["en"].strip() and pair["ko"] != pair["en"] for pair in measure.values())
+    assert {f"m08.measure.mistake_{name}" for name in M.MISTAKES} | {f"m08.mistake.{name}" for name in M.MISTAKES} \
+        <= set(texts)
