@@ -14,7 +14,8 @@ import statistics
 from typing import Any, Sequence
 
 from autograder import profiles
-from autograder.checks.core import Recorded, canonical
+from autograder.checks.core import Recorded
+from autograder.checks.keys import with_mistakes
 from autograder.harness import time_fn
 from autograder.llm import kv_cache_bytes
 from autograder.modules.m03_memory_hierarchy import tasks
@@ -453,28 +454,12 @@ MISTAKES = {
 
 
 # ---------------------------------------------------------------- expected answers of a case
-def _with_mistakes(name: str, reference):
-    """The right answer of a case, and what each known mistake answers for it."""
-    task = tasks.TASKS[name]
-
-    def expect(case):
-        right = task.answer(reference, case)
-        wrong = {}
-        for mistake, fn in MISTAKES[name].items():
-            try:
-                wrong[mistake] = canonical(task.answer(fn, case))
-            except (ValueError, ZeroDivisionError, KeyError):  # a mistake that cannot answer this case
-                continue
-        return {**right, "mistakes": wrong}
-    return expect
-
-
 EXPECT = {
-    "intensity": _with_mistakes("intensity", arithmetic_intensity),
-    "roofline": _with_mistakes("roofline", datasheet_roofline),
-    "fusion": _with_mistakes("fusion", fused_traffic),
-    "decode": _with_mistakes("decode", decode_bound),
-    "serve": _with_mistakes("serve", serve_plan),
+    "intensity": with_mistakes(tasks.TASKS["intensity"], arithmetic_intensity, MISTAKES["intensity"]),
+    "roofline": with_mistakes(tasks.TASKS["roofline"], datasheet_roofline, MISTAKES["roofline"]),
+    "fusion": with_mistakes(tasks.TASKS["fusion"], fused_traffic, MISTAKES["fusion"]),
+    "decode": with_mistakes(tasks.TASKS["decode"], decode_bound, MISTAKES["decode"]),
+    "serve": with_mistakes(tasks.TASKS["serve"], serve_plan, MISTAKES["serve"]),
 }
 
 

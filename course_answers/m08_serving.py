@@ -14,6 +14,7 @@ import torch
 
 from autograder import profiles
 from autograder.checks.core import Recorded, canonical, collect
+from autograder.checks.keys import with_mistakes
 from autograder.harness import time_fn
 from autograder.knowledge import forward_flops
 from autograder.llm import kv_cache_bytes, weight_bytes
@@ -230,28 +231,13 @@ MISTAKES["decode"] = _RecordedOnTheVirtualGPU.fromkeys(WRONG_DECODES)
 
 
 # ---------------------------------------------------------------- expected answers of a case
-def _with_mistakes(name: str, reference):
-    """The right answer of a case, and what each known mistake answers for it."""
-    task = tasks.TASKS[name]
-
-    def expect(case):
-        wrong = {}
-        for mistake, fn in MISTAKES[name].items():
-            try:
-                wrong[mistake] = canonical(task.answer(fn, case))
-            except (ValueError, ZeroDivisionError, KeyError):  # a mistake that cannot answer this case
-                continue
-        return {**task.answer(reference, case), "mistakes": wrong}
-    return expect
-
-
 EXPECT = {
-    "latency": _with_mistakes("latency", latency),
-    "kv_plan": _with_mistakes("kv_plan", kv_plan),
-    "crossover": _with_mistakes("crossover", compute_bound_batch),
-    "speculative": _with_mistakes("speculative", speculative),
-    "bench_log": _with_mistakes("bench_log", read_benchmark),
-    "int4": _with_mistakes("int4", int4_or_second_gpu),
+    "latency": with_mistakes(tasks.TASKS["latency"], latency, MISTAKES["latency"]),
+    "kv_plan": with_mistakes(tasks.TASKS["kv_plan"], kv_plan, MISTAKES["kv_plan"]),
+    "crossover": with_mistakes(tasks.TASKS["crossover"], compute_bound_batch, MISTAKES["crossover"]),
+    "speculative": with_mistakes(tasks.TASKS["speculative"], speculative, MISTAKES["speculative"]),
+    "bench_log": with_mistakes(tasks.TASKS["bench_log"], read_benchmark, MISTAKES["bench_log"]),
+    "int4": with_mistakes(tasks.TASKS["int4"], int4_or_second_gpu, MISTAKES["int4"]),
 }
 
 

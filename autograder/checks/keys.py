@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..i18n import Message, msg
-from .core import Part, close
+from .core import Part, canonical, close
 
 REL = 1e-6
 EXACT = 1e-9  # exact_parts: relative tolerance for floating-point rounding
@@ -156,3 +156,17 @@ def exact_parts(case_text: str, want: dict, found: dict, keys: tuple[str, ...], 
         parts.append(Part(False, text + msg(f"{mistakes}.mistake.{name}") if name else text, weight, mistake=name,
                           label=part_label))
     return parts
+
+
+def with_mistakes(task, reference, mistakes: dict):
+    """The expected answer of a case as :func:`exact_parts` reads it: the right answer, and beside it
+    (``"mistakes"``) what each known mistake's function answers; a mistake that cannot answer a case is left out."""
+    def expect(case):
+        wrong = {}
+        for name, fn in mistakes.items():
+            try:
+                wrong[name] = canonical(task.answer(fn, case))
+            except (ValueError, ZeroDivisionError, KeyError):
+                continue
+        return {**task.answer(reference, case), "mistakes": wrong}
+    return expect
