@@ -454,13 +454,13 @@ MISTAKES = {
 
 
 # ---------------------------------------------------------------- expected answers of a case
-EXPECT = {
-    "intensity": with_mistakes(tasks.TASKS["intensity"], arithmetic_intensity, MISTAKES["intensity"]),
-    "roofline": with_mistakes(tasks.TASKS["roofline"], datasheet_roofline, MISTAKES["roofline"]),
-    "fusion": with_mistakes(tasks.TASKS["fusion"], fused_traffic, MISTAKES["fusion"]),
-    "decode": with_mistakes(tasks.TASKS["decode"], decode_bound, MISTAKES["decode"]),
-    "serve": with_mistakes(tasks.TASKS["serve"], serve_plan, MISTAKES["serve"]),
-}
+EXPECT = {name: with_mistakes(tasks.TASKS[name], reference, MISTAKES[name]) for name, reference in (
+    ("intensity", arithmetic_intensity),
+    ("roofline", datasheet_roofline),
+    ("fusion", fused_traffic),
+    ("decode", decode_bound),
+    ("serve", serve_plan),
+)}
 
 
 # ---------------------------------------------------------------- hidden cases

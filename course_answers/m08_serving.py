@@ -231,14 +231,14 @@ MISTAKES["decode"] = _RecordedOnTheVirtualGPU.fromkeys(WRONG_DECODES)
 
 
 # ---------------------------------------------------------------- expected answers of a case
-EXPECT = {
-    "latency": with_mistakes(tasks.TASKS["latency"], latency, MISTAKES["latency"]),
-    "kv_plan": with_mistakes(tasks.TASKS["kv_plan"], kv_plan, MISTAKES["kv_plan"]),
-    "crossover": with_mistakes(tasks.TASKS["crossover"], compute_bound_batch, MISTAKES["crossover"]),
-    "speculative": with_mistakes(tasks.TASKS["speculative"], speculative, MISTAKES["speculative"]),
-    "bench_log": with_mistakes(tasks.TASKS["bench_log"], read_benchmark, MISTAKES["bench_log"]),
-    "int4": with_mistakes(tasks.TASKS["int4"], int4_or_second_gpu, MISTAKES["int4"]),
-}
+EXPECT = {name: with_mistakes(tasks.TASKS[name], reference, MISTAKES[name]) for name, reference in (
+    ("latency", latency),
+    ("kv_plan", kv_plan),
+    ("crossover", compute_bound_batch),
+    ("speculative", speculative),
+    ("bench_log", read_benchmark),
+    ("int4", int4_or_second_gpu),
+)}
 
 
 # ---------------------------------------------------------------- hidden cases
