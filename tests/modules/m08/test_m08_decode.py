@@ -3,6 +3,7 @@ roofs where the two meet, the measurement times prefill apart and counts generat
 paths (bf16 support, synchronize) run with fakes on a CPU."""
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -225,3 +226,17 @@ def test_no_int8_library_on_a_gpu_says_to_install_torchao(monkeypatch):
     assert library is None and "torchao" in why.en and "torchao" in why.ko
     with pytest.raises(RuntimeError, match="torchao"):
         D.int8(D.build(SMALL).to("meta"))
+
+
+def test_the_mlx_port_decodes_the_same_tokens_and_is_timed_on_the_course_clock():
+    mx = pytest.importorskip("mlx.core", reason="MLX is not installed here (the lesson's MLX cell then says why)")
+    from autograder.modules.m08_serving import decode_mlx
+    model = D.build(D.Shape(layers=2, d_model=64, heads=4, kv_heads=2, ffn=128, vocab=256))
+    mlx_model = decode_mlx.from_torch(model)
+    ids = D.prompt(model, 2, 8)
+    logits, _ = mlx_model.prefill(ids.numpy())
+    assert torch.allclose(torch.tensor(np.array(logits)), model.prefill(ids)[0], atol=1e-4)
+    assert decode_mlx.generate(mlx_model, mx.array(ids.numpy()), 6).tolist() == D.generate(model, ids, 6).tolist()
+    rows = decode_mlx.measure_decode(mlx_model, model, [1, 2], prompt_len=8, new_tokens=4, budget_s=0.01)
+    assert [r["batch"] for r in rows] == [1, 2]
+    assert all(r["tokens_per_s"] == r["batch"] * 4 / r["decode_s"] > 0 for r in rows)
