@@ -24,6 +24,11 @@ def _hardware(args: argparse.Namespace) -> int:
     return 0
 
 
+def _site(args: argparse.Namespace) -> int:
+    from . import website
+    return website.main(args.out, args.lang, args.hub, not args.no_execute)
+
+
 class CourseParser(argparse.ArgumentParser):
     """An argparse parser whose own words (usage, section titles, -h, errors) are in the chosen language.
 
@@ -133,6 +138,20 @@ def build_parser() -> argparse.ArgumentParser:
     hw.add_argument("--profile", action="store_true", help=t("프로파일도 보기(없으면 측정)", "also show (or measure) the profile"))
     hw.add_argument("--refresh", action="store_true", help=t("측정한 프로파일을 다시 측정", "re-measure the measured profile"))
     hw.set_defaults(func=_hardware)
+    site = sub.add_parser("site", help=t("과정 웹사이트 만들기 (한국어와 영어)", "build the course's website (Korean and English)"),
+                          description=t("수업을 실행해 결과와 함께 _build/site/에 ko/와 en/ 사이트를 만듭니다 (`site` 추가 패키지 필요: "
+                                        "pip install -e \".[site]\").",
+                                        "Runs the lessons and builds the ko/ and en/ sites with their outputs into _build/site/ "
+                                        "(needs the `site` extra: pip install -e \".[site]\")."))
+    site.add_argument("--out", metavar="DIR", help=t("출력 폴더 (기본: _build/site)", "output folder (default: _build/site)"))
+    site.add_argument(language.OPTION, choices=("ko", "en"), dest="lang", default=None,
+                      help=t("한 언어만 만들기 (이 명령의 언어도 됨, 기억하지 않음)",
+                             "build one language only (also this command's language; not remembered)"))
+    site.add_argument("--hub", metavar="URL", help=t("수업 JupyterHub 주소: 허브 단추가 그리로 바로 갑니다",
+                                                     "your class's JupyterHub: hub buttons link straight there"))
+    site.add_argument("--no-execute", action="store_true",
+                      help=t("수업을 실행하지 않기 (결과 없이, 빠른 확인용)", "do not run the lessons (no outputs; quick checks)"))
+    site.set_defaults(func=_site)
     from .grading import app
     app.add_parser(sub, _language_option)  # instructor ... and submit
     return parser
@@ -147,5 +166,6 @@ def main(argv: list[str] | None = None) -> int:
     language.choose(lang)
     args = build_parser().parse_args(argv)
     language.choose(getattr(args, "lang", None))
-    keep_language(getattr(args, "lang", None))
+    if args.command != "site":  # the site's --lang picks the site's language, not the learner's
+        keep_language(getattr(args, "lang", None))
     return args.func(args)
