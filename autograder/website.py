@@ -32,7 +32,7 @@ from .i18n import msg
 
 LANGS = layout.LANGS
 EXTRA = "site"
-NEEDS = ("sphinx", "myst_nb", "sphinx_book_theme")
+NEEDS = ("sphinx", "myst_nb", "sphinx_book_theme", "linkify_it", "bs4")
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "_build" / "site"
 MEASURED = "measured"  # the cell tag of a lesson's measuring cells
@@ -51,8 +51,11 @@ STATIC = {
 .course-note { flex-basis: 100%; margin: 0; font-size: .85rem; color: var(--pst-color-text-muted); }
 .measured-note { font-size: .85rem; color: var(--pst-color-text-muted); border-left: 3px solid var(--pst-color-warning);
   padding-left: .6rem; margin: .3rem 0 1rem; }
-.bd-article img, .bd-article table { max-width: 100%; }
-.bd-article .cell_output, .bd-article .highlight { overflow-x: auto; }
+.bd-article img { max-width: 100%; height: auto; }
+.bd-article p, .bd-article li { overflow-wrap: break-word; }
+.bd-article code.literal, .bd-article code.literal span.pre { overflow-wrap: anywhere; white-space: normal; }
+.bd-article table { display: block; max-width: 100%; overflow-x: auto; }
+.bd-article .cell_output, .bd-article div.highlight, .bd-article pre { max-width: 100%; overflow-x: auto; }
 """,
     "course.js": """
 document.addEventListener("click", (event) => {
@@ -179,7 +182,8 @@ def glossary_page(lang: str) -> str:
     lines = [f"# {text('site.glossary', lang)}", "", text("site.glossary_intro", lang), ""]
     terms = sorted(glossary.terms(), key=glossary.korean_order) if lang == "ko" else glossary.terms()
     for term in terms:
-        heading = f"{term.term_ko} ({term.term_en})" if lang == "ko" else f"{term.term_en} ({term.term_ko})"
+        heading = term.term_en if lang == "en" else (
+            term.term_ko if term.term_en.lower() in term.term_ko.lower() else f"{term.term_ko} ({term.term_en})")
         lines += [f"({term_anchor(term.term_en)})=", f"## {_escape(heading)}", "", _escape(term.definition.text(lang)), ""]
     return "\n".join(lines)
 
@@ -236,9 +240,11 @@ def conf(lang: str, execute: bool, hub: str | None) -> str:
         "exclude_patterns": ["_build", "**.ipynb_checkpoints"],
         "html_theme": "sphinx_book_theme",
         "html_theme_options": {"show_toc_level": 2, "use_download_button": True, "use_fullscreen_button": False},
+        "html_context": {"default_mode": "light"},
         "html_static_path": ["_static"], "html_css_files": ["course.css"], "html_js_files": ["course.js"],
+        "smartquotes": False,  # the text as the notebooks have it
         "html_copy_source": False, "html_show_sourcelink": False, "html_last_updated_fmt": None,
-        "myst_enable_extensions": ["dollarmath", "html_image"],
+        "myst_enable_extensions": ["dollarmath", "html_image", "linkify"],  # bare addresses are links, as in JupyterLab
         "myst_all_links_external": True,  # staged links already point at the pages (link_target)
         "nb_execution_mode": "force" if execute else "off",
         "nb_execution_timeout": CELL_TIMEOUT_S,
