@@ -142,3 +142,17 @@ def test_instructor_hub_link_prints_a_link_per_notebook(tmp_path):
     assert done.stdout.split() == [x for p in starts for x in (p, launch.hub_link(HUB, p))]
     bad = run("hub.example.edu")
     assert bad.returncode == 2 and "starts with http" in bad.stdout and not bad.stderr
+
+
+def test_readme_leads_with_read_run_and_free_gpu():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lead = readme.split("\n## ", 1)[0]  # before the first language's section
+    for words in ("여기서 읽기 · Read it here", "여기서 실행하기 · Run it here", "무료 GPU에서 실행하기 · Run it on a free GPU"):
+        assert f"**{words}**" in lead, words
+    site = launch.settings()["site_url"]
+    for lang in ("ko", "en"):
+        start = layout.start().lesson(lang).as_posix()
+        assert f"({site}{lang}/)" in lead and f"({launch.binder(start)})" in lead
+        assert f"(#{launch.slug(launch.settings()['local_section'][lang])})" in lead
+        assert f"({launch.colab(layout.lesson('01_devices', lang).as_posix())})" in lead
+    assert "python3 -m autograder start" in lead and "python3 -m autograder test" in lead  # the two commands stay
