@@ -67,12 +67,14 @@ def binder(path: str) -> str:
 
 def hub_link(hub: str, path: str) -> str:
     """nbgitpuller's link: the first click clones the course into the learner's home on ``hub``, later ones merge
-    the course's changes and keep the learner's; it then opens ``path`` in JupyterLab."""
+    the course's changes and keep the learner's; it then opens ``path`` in JupyterLab. The repository may be any
+    git URL nbgitpuller can clone (a class's own server too)."""
     if not re.match(r"^https?://[^/\s]+", hub or ""):
         raise ValueError(msg("launch.bad_hub", hub=hub).text())
-    owner, name = repository()
-    query = urlencode({"repo": settings()["repository"], "branch": settings()["branch"],
-                       "urlpath": f"lab/tree/{name}/{_notebook(path)}"}, quote_via=quote)
+    repo = settings()["repository"]
+    folder = repo.split("/")[-1]  # where nbgitpuller clones it (its SyncHandler's default targetpath)
+    query = urlencode({"repo": repo, "branch": settings()["branch"],
+                       "urlpath": f"lab/tree/{folder}/{_notebook(path)}"}, quote_via=quote)
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
 
 
