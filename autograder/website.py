@@ -35,12 +35,13 @@ EXTRA = "site"
 NEEDS = ("sphinx", "myst_nb", "sphinx_book_theme", "linkify_it", "bs4")
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "_build" / "site"
+WIDGET = "application/vnd.jupyter.widget-view+json"  # a widget's view, drawn from its saved state
 MEASURED = "measured"  # the cell tag of a lesson's measuring cells
 LINK = re.compile(r"(?P<open>\]\(|href=\")(?P<target>[^)\s\"]+)")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 LANG_FILE = re.compile(r"\.(ko|en)\.ipynb$")
 HEADING_ID = re.compile(r"^(#+ .*?)\s*\{#([A-Za-z0-9_-]+)\}\s*$", re.MULTILINE)
-CELL_TIMEOUT_S = 1200  # a lesson cell's limit while building: generous, a loaded 2-core machine runs it too
+CELL_TIMEOUT_S = 600  # a lesson cell's limit while building: generous (cells run in seconds), a loaded 2-core machine too
 STATIC = {
     "course.css": """
 .course-bar { display: flex; flex-wrap: wrap; gap: .4rem .6rem; align-items: center; margin: 0 0 1.2rem;
@@ -251,8 +252,6 @@ def conf(lang: str, execute: bool, hub: str | None) -> str:
         "nb_execution_raise_on_error": True,
         "nb_execution_show_tb": True,
         "nb_merge_streams": True,
-        # a widget's view needs a running kernel: the page shows its text instead
-        "nb_mime_priority_overrides": [["html", "application/vnd.jupyter.widget-view+json", None]],
         "suppress_warnings": ["myst.header", "mystnb.unknown_mime_type"],
         "course_lang": lang, "course_hub": hub,
     }
@@ -373,8 +372,9 @@ def main(out: str | None, lang: str | None, hub: str | None, execute: bool) -> i
 
 # ---------------------------------------------------------------- the Sphinx extension: the bar on every page
 
-def bar(pagename: str, lang: str, hub: str | None) -> str:
-    """The bar at a page's top: the language switch, and on a notebook's page its launch buttons."""
+def bar(pagename: str, lang: str, hub: str | None, widgets: bool = False) -> str:
+    """The bar at a page's top: the language switch, and on a notebook's page its launch buttons (and, where the page
+    shows widgets, that they answer only in a running notebook)."""
     to = other(lang)
     switch = (f'<a class="course-lang" hreflang="{to}" lang="{to}" '
               f'href="{up(pagename)}../{to}/{in_other_language(pagename, lang)}.html">{text("site.other_language", lang)}</a>')
@@ -387,12 +387,15 @@ def bar(pagename: str, lang: str, hub: str | None) -> str:
                          f"{html.escape(button.label)}</a>")
         if pagename.startswith("exercises/"):
             parts.append(f'<p class="course-note">{html.escape(text("site.exercise_note", lang))}</p>')
+        elif widgets:
+            parts.append(f'<p class="course-note">{html.escape(text("site.widget_note", lang))}</p>')
     return '<div class="course-bar">' + "".join(parts) + "</div>\n"
 
 
 def _page_context(app, pagename, templatename, context, doctree) -> None:
     if doctree is not None and "body" in context:
-        context["body"] = bar(pagename, app.config.course_lang, app.config.course_hub) + context["body"]
+        widgets = WIDGET in context["body"]
+        context["body"] = bar(pagename, app.config.course_lang, app.config.course_hub, widgets) + context["body"]
 
 
 def setup(app):
