@@ -55,7 +55,9 @@ STATIC = {
 .bd-article img { max-width: 100%; height: auto; }
 .bd-article p, .bd-article li { overflow-wrap: break-word; }
 .bd-article code.literal, .bd-article code.literal span.pre { overflow-wrap: anywhere; white-space: normal; }
-.bd-article table { display: block; max-width: 100%; overflow-x: auto; }
+@media (max-width: 960px) { .bd-article table { display: block; max-width: 100%; overflow-x: auto; } }
+html[lang="ko"] .bd-article p, html[lang="ko"] .bd-article li, html[lang="ko"] .bd-article h1,
+html[lang="ko"] .bd-article h2 { word-break: keep-all; }
 .bd-article .cell_output, .bd-article div.highlight, .bd-article pre { max-width: 100%; overflow-x: auto; }
 """,
     "course.js": """

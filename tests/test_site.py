@@ -107,11 +107,13 @@ def test_a_class_hub_makes_the_hub_buttons_link_straight_there(tmp_path):
 def site(tmp_path_factory, request):
     """The site, built once through the command; its folder."""
     out = tmp_path_factory.mktemp("site") / "site"
+    before = git_status()
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "autograder", "site", "--out", str(out)], cwd=REPO,
                           capture_output=True, text=True, timeout=BUILD_S)
     seconds = time.perf_counter() - start
     assert done.returncode == 0, f"the site did not build:\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
+    assert git_status() == before  # the build writes nothing into the repository
     counts = {lang: len(pages(out, lang)) for lang in layout.LANGS}
     line = f"site built in {seconds:.0f} s; pages: " + ", ".join(f"{k} {v}" for k, v in counts.items())
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -120,6 +122,11 @@ def site(tmp_path_factory, request):
     if reporter is not None:
         reporter.write_line(line)
     return out
+
+
+def git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, capture_output=True,
+                          text=True).stdout
 
 
 def pages(out: Path, lang: str) -> list[str]:
