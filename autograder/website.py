@@ -400,8 +400,26 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
         context["body"] = bar(pagename, app.config.course_lang, app.config.course_hub, widgets) + context["body"]
 
 
+def _no_output_widget_mirror() -> None:
+    """nbclient mirrors each ipywidgets Output widget (``interact`` draws into one) by sending its state to the kernel
+    on the shell socket while it awaits the cell's reply on that same socket; now and then the reply is never seen
+    and the build waits until the cell's time limit (jupyter/nbclient#312, open). Without the mirror the widget's
+    outputs are the cell's own outputs, which is what a page without a kernel can show anyway."""
+    import nbclient
+    init = nbclient.NotebookClient.__init__
+    if getattr(init, "course_no_mirror", False):
+        return
+
+    def without_mirror(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.widget_registry = {}
+    without_mirror.course_no_mirror = True
+    nbclient.NotebookClient.__init__ = without_mirror
+
+
 def setup(app):
     """The Sphinx extension (``conf.py``'s ``extensions``)."""
+    _no_output_widget_mirror()
     app.add_config_value("course_lang", "en", "html")
     app.add_config_value("course_hub", None, "html")
     app.connect("html-page-context", _page_context)
