@@ -400,26 +400,31 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
         context["body"] = bar(pagename, app.config.course_lang, app.config.course_hub, widgets) + context["body"]
 
 
-def _no_output_widget_mirror() -> None:
-    """nbclient mirrors each ipywidgets Output widget (``interact`` draws into one) by sending its state to the kernel
-    on the shell socket while it awaits the cell's reply on that same socket; now and then the reply is never seen
-    and the build waits until the cell's time limit (jupyter/nbclient#312, open). Without the mirror the widget's
-    outputs are the cell's own outputs, which is what a page without a kernel can show anyway."""
+def _steady_kernels() -> None:
+    """Two changes to how nbclient runs the lessons' kernels while building. Its mirror of each ipywidgets Output
+    widget (``interact`` draws into one) sends the widget's state to the kernel on the shell socket while it awaits
+    the cell's reply on that same socket, and now and then the reply is never seen, so the build waits for the cell's
+    time limit (jupyter/nbclient#312, open): without the mirror the widget's outputs are the cell's own, which is what
+    a page without a kernel can show anyway. And kernels talk over Unix sockets (``ipc``), not TCP ports that two
+    kernels starting at once in the two builds (or other programs) may both pick."""
     import nbclient
+    from traitlets.config import Config
     init = nbclient.NotebookClient.__init__
-    if getattr(init, "course_no_mirror", False):
+    if getattr(init, "course_steady", False):
         return
 
-    def without_mirror(self, *args, **kwargs):
-        init(self, *args, **kwargs)
+    def steady(self, *args, **kwargs):
+        config = Config(kwargs.pop("config", None) or {})
+        config.KernelManager.transport = "ipc"
+        init(self, *args, config=config, **kwargs)
         self.widget_registry = {}
-    without_mirror.course_no_mirror = True
-    nbclient.NotebookClient.__init__ = without_mirror
+    steady.course_steady = True
+    nbclient.NotebookClient.__init__ = steady
 
 
 def setup(app):
     """The Sphinx extension (``conf.py``'s ``extensions``)."""
-    _no_output_widget_mirror()
+    _steady_kernels()
     app.add_config_value("course_lang", "en", "html")
     app.add_config_value("course_hub", None, "html")
     app.connect("html-page-context", _page_context)

@@ -11,4 +11,4 @@ def test_hardware_subcommand_prints_the_detected_machine(capsys):
 def test_every_documented_subcommand_exists():
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert {"start", "test", "hardware", "instructor", "submit"} <= set(sub.choices)
+    assert {"start", "test", "hardware", "instructor", "submit", "site"} <= set(sub.choices)

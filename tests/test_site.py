@@ -70,9 +70,10 @@ def test_the_instructor_guide_gives_each_language_its_half_with_heading_ids(tmp_
     assert "Setup" not in ko and "준비" not in en and "{#" not in ko + en
 
 
-def test_without_the_site_extra_the_command_says_how_to_install_it(monkeypatch, capsys):
+def test_without_the_site_extra_the_command_says_how_to_install_it(monkeypatch, tmp_path):
     from autograder import cli, language, optional
     monkeypatch.setattr(language, "_option", None)  # restored after: the command's --lang chooses for the process
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # the site's --lang is not remembered as the learner's
     monkeypatch.setattr(optional, "ensure", lambda extra, why: {})
     real = website.importlib.util.find_spec
     monkeypatch.setattr(website.importlib.util, "find_spec", lambda name: None if name == "myst_nb" else real(name))
@@ -81,6 +82,7 @@ def test_without_the_site_extra_the_command_says_how_to_install_it(monkeypatch, 
             cli.main(["site", "--lang", lang, "--out", "/nonexistent/never-written"])
         assert 'pip install -e ".[site]"' in str(stop.value) and "myst_nb" in str(stop.value)
         assert ("패키지" in str(stop.value)) == (lang == "ko")
+    assert not list(tmp_path.rglob("*"))
 
 
 def test_the_root_page_goes_to_the_browsers_language():
