@@ -13,6 +13,7 @@ the staged copies link to the pages (``X.en.html#sec-…``). This module is also
 """
 from __future__ import annotations
 
+import atexit
 import datetime
 import html
 import importlib.util
@@ -412,10 +413,13 @@ def _steady_kernels() -> None:
     init = nbclient.NotebookClient.__init__
     if getattr(init, "course_steady", False):
         return
+    sockets = tempfile.mkdtemp(prefix="aihw-kernels-")  # an absolute path: a kernel runs in its notebook's folder
+    atexit.register(shutil.rmtree, sockets, True)
 
     def steady(self, *args, **kwargs):
         config = Config(kwargs.pop("config", None) or {})
         config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = os.path.join(sockets, "kernel")
         init(self, *args, config=config, **kwargs)
         self.widget_registry = {}
     steady.course_steady = True
