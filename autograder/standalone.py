@@ -99,11 +99,11 @@ HAND_IN_ID = "course-hand-in"
 HAND_IN = {
     "ko": "**여기서 바로 제출하기**(Colab, Kaggle, 내려받은 노트북 등 클론 밖): 저장한 뒤 새 셀에서 "
           "`from autograder.standalone import submit_here; submit_here(\"학번\")`을 실행하세요. "
-          "`python3 -m autograder submit`과 같은 zip을 만들고(Colab에서는 브라우저가 내려받습니다), 풀지 않은 과제와 "
+          "과정의 `submit` 명령과 같은 zip을 만들고(Colab에서는 브라우저가 내려받습니다), 풀지 않은 과제와 "
           "이 커널에서 통과하지 못한 확인 셀을 알려 줍니다. 그 zip을 강사에게 보내세요.",
     "en": "**Hand in from here** (Colab, Kaggle, a downloaded notebook: outside a clone): save, then run "
           "`from autograder.standalone import submit_here; submit_here(\"YOUR_ID\")` in a new cell. It writes the zip "
-          "`python3 -m autograder submit` writes (on Colab your browser downloads it) and lists the tasks not "
+          "the course's `submit` command writes (on Colab your browser downloads it) and lists the tasks not "
           "attempted and the checks not passed in this kernel. Send that zip to your instructor.",
 }
 
