@@ -22,14 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .i18n import Message, msg
-
-DIST = "ai-hardware-course"
+from .optional import DIST
 PACKAGE_ENV = "COURSE_PACKAGE"  # the test's wheel instead of the package index's release
 CELL_ID = "course-setup"
 MANIFEST = "submission.json"  # beside the notebooks in a submission's zip (grading/collect reads it)
 ROOT = Path(__file__).resolve().parent.parent
 
-# The cell's text, per language: {version}, {env} and {requirement} are filled in by setup_source.
+# The cell's texts, per language ({dist}, {version}, {requirement}, {seconds}: filled in by setup_source and the cell).
 TEXT = {
     "ko": {"comment": "과정 패키지가 없으면(Colab, Kaggle, 내려받은 노트북) 설치합니다. 클론과 수업 서버에서는 아무것도 하지 않습니다.",
            "installing": "과정 패키지 {dist} {version} 설치 중…",
