@@ -30,10 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
+from autograder import launch
 from autograder.grading.course import REPO
 from fixtures.accounts import blocked_ancestors, python_namespace
 from fixtures import servers
@@ -323,7 +325,7 @@ def hub():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_class_on_jupyterhub(hub):
+def test_class_on_jupyterhub(hub, monkeypatch):
     base, token, course, exchange = hub["base"], hub["token"], hub["course"], hub["exchange"]
     api = f"{base}/hub/api"
     users = [INSTRUCTOR, *CLASS]
@@ -351,6 +353,30 @@ def test_class_on_jupyterhub(hub):
     for student in CLASS:
         assert user(student, "formgrader/api/assignments")[0] == 404
         assert json.loads(user(student, f"assignments?course_id={COURSE_ID}")[1]) == {"success": True, "value": []}
+
+    # The site's "open on your class's JupyterHub" button (launch.hub_link) on this hub, for a course repository the
+    # hub reaches: nbgitpuller clones it into the student's home, and the notebook the link opens is there.
+    student, lesson = list(CLASS)[0], "lessons/01_devices/01_devices.en.ipynb"
+    upstream = hub["tmp"] / "course-upstream"
+    (upstream / lesson).parent.mkdir(parents=True)
+    shutil.copy2(REPO / lesson, upstream / lesson)
+    git = ["git", "-c", "user.name=course", "-c", "user.email=course@example.org", "-C", str(upstream)]
+    for step in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "course"]):
+        assert _run(*git, *step).returncode == 0, step
+    _run("chown", "-R", f"{student}:{student}", upstream)  # git serves a repository its owner runs
+    settings = dict(launch.settings(), repository=str(upstream))
+    monkeypatch.setattr(launch, "settings", lambda: settings)
+    link = urllib.parse.urlsplit(launch.hub_link(base, lesson))
+    assert link.path == "/hub/user-redirect/git-pull"  # the hub sends each user to their own server's git-pull
+    query = urllib.parse.parse_qs(link.query)
+    status, body = user(student, f"git-pull?{link.query}")  # nbgitpuller's page, which then calls its api
+    assert status == 200, body[-2000:]
+    status, body = user(student, "git-pull/api?" + urllib.parse.urlencode(
+        {"repo": query["repo"][0], "branch": query["branch"][0]}), timeout=120)
+    assert status == 200 and b'"phase": "finished"' in body, body[-2000:]
+    opened = query["urlpath"][0].removeprefix("lab/tree/")
+    assert opened == f"course-upstream/{lesson}"
+    assert user(student, f"api/contents/{opened}")[0] == 200
 
     # Release from the formgrader (Generate, then Release), as the instructor clicks.
     for action in ("assign", "release"):

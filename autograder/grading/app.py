@@ -159,6 +159,17 @@ def add_parser(subparsers, language_option) -> None:
     p.add_argument("--write", action="store_true", help="README의 행을 기록에서 다시 씀 / rewrite the READMEs' rows from the records")
     p.add_argument("--root", type=Path, default=REPO, help="과정 폴더 (기본: 이 저장소) / course folder (default: this repository)")
     p.set_defaults(func=_module_map)
+    p = sub.add_parser("hub-link", help=t("수업 JupyterHub에서 과정 노트북을 여는 nbgitpuller 링크",
+                                          "nbgitpuller links that open the course's notebooks on a class's JupyterHub"),
+                       description=t("처음 누르면 학생 홈에 과정을 복제하고, 다시 누르면 학생이 고친 내용을 두고 과정의 새 내용을 합친 뒤 "
+                                     "노트북을 엽니다. 저장소 주소는 autograder/data/site.yaml에서 읽습니다.",
+                                     "The first click clones the course into the student's home; later clicks merge the "
+                                     "course's changes and keep the student's; then the notebook opens. The repository "
+                                     "address is read from autograder/data/site.yaml."))
+    p.add_argument("hub", help=t("JupyterHub 주소, 예: https://hub.example.edu", "the JupyterHub's address, e.g. https://hub.example.edu"))
+    p.add_argument("notebooks", nargs="*", help=t("저장소 안의 노트북 경로 (기본: 두 언어의 시작 페이지)",
+                                                  "notebooks' paths in the repository (default: the start page in both languages)"))
+    p.set_defaults(func=_hub_link)
 
     p = subparsers.add_parser("submit", parents=[parent], help=t("제출 파일 만들기", "package an exercise for the instructor"),
                               description=t("실습 노트북을 zip 하나로 묶고, 풀지 않은 과제와 통과하지 못한 확인 셀을 알려 줍니다.",
@@ -367,6 +378,19 @@ def _module_map(args):
     if not differ:
         print(msg("modules.maps_agree").text())
     return 1 if differ else 0
+
+
+def _hub_link(args):
+    from .. import launch
+    from ..layout import start
+    paths = args.notebooks or [start(REPO).lesson(lang).as_posix() for lang in ("ko", "en")]
+    try:
+        for path in paths:
+            print(f"{path}\n  {launch.hub_link(args.hub, path)}")
+    except ValueError as error:
+        print(error)
+        return 2
+    return 0
 
 
 @_guard
