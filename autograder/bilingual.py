@@ -8,6 +8,7 @@ import copy
 import re
 
 from .lesson_save import with_kernel
+from .standalone import with_setup
 
 LANGUAGES = ("ko", "en")
 SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)  # the line between a cell's Korean and its English
@@ -31,8 +32,9 @@ def halves(text: str) -> dict[str, str]:
 def for_language(nb, lang: str, name: str = ""):
     """A copy of notebook ``nb`` (nbformat) in ``lang``: each Markdown cell its half, its links to places made links
     to their cells (:func:`_to_cells`; ``name``: the file the copy is written to), the notebook's
-    ``metadata.language`` set (the course's messages in its kernel follow it) and its kernel named as the course
-    names it (:func:`autograder.lesson_save.with_kernel`)."""
+    ``metadata.language`` set (the course's messages in its kernel follow it), its kernel named as the course
+    names it (:func:`autograder.lesson_save.with_kernel`) and the set-up cell of a notebook opened alone first
+    (:func:`autograder.standalone.with_setup`)."""
     if lang not in LANGUAGES:
         raise ValueError(f"unknown language {lang!r}: one of {', '.join(LANGUAGES)} / 알 수 없는 언어 {lang!r}")
     out = copy.deepcopy(nb)
@@ -42,7 +44,7 @@ def for_language(nb, lang: str, name: str = ""):
             cell.source = _to_cells(halves(cell.source)[lang], cells, name)
     out.metadata["language"] = lang
     with_kernel(out.metadata)
-    return out
+    return with_setup(out, lang)
 
 
 def _to_cells(text: str, cells: dict, own: str) -> str:

@@ -36,6 +36,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 HOP = "COURSE_BOOTSTRAP_HOP"  # set for the one re-execution inside .venv: the folder it came from
 SETUP = "python3 -m autograder setup"
 UV = "uv>=0.5"  # the installer the set-up prefers: a wheel on PyPI, installed into .venv by pip
+EXTRA = "lab"  # pyproject.toml's extra of a clone (JupyterLab, nbgrader, the tests) beside a kernel's dependencies
 INSTALLER_ENV = "COURSE_INSTALLER"  # `pip` makes pip install even where uv can be had (benchmarks/setup_time.py)
 
 
@@ -328,7 +329,7 @@ def install() -> None:
     # The PyTorch just installed stays: the course's `torch>=2.4` must not fetch another build from PyPI.
     constraint = VENV / "course-constraints.txt"
     constraint.write_text(f"torch=={version}\n")
-    must(*tool.install("-q", "-e", ROOT, "-c", constraint), env=tool.env)
+    must(*tool.install("-q", "-e", f"{ROOT}[{EXTRA}]", "-c", constraint), env=tool.env)
     MARKER.write_text(fingerprint())
 
 

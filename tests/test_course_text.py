@@ -36,7 +36,8 @@ def headings() -> dict:
     out = {}
     for m in layout.modules(ROOT, "lesson"):
         for lang in layout.LANGS:
-            first = json.loads(m.lesson(lang, ROOT).read_text(encoding="utf-8"))["cells"][0]["source"]
+            first = next(c["source"] for c in json.loads(m.lesson(lang, ROOT).read_text(encoding="utf-8"))["cells"]
+                         if c["cell_type"] == "markdown")  # after the set-up cell (autograder.standalone)
             out[(m, lang)] = next(line for line in "".join(first).splitlines() if line.startswith("# "))
     return out
 

@@ -219,7 +219,8 @@ def test_every_lesson_notebook_names_its_language():
 def test_both_start_pages_offer_both_languages_first():
     for lang in ("ko", "en"):
         nb = json.loads(layout.lesson("00_start_here", lang, ROOT).read_text(encoding="utf-8"))
-        first = "".join(nb["cells"][0]["source"]).splitlines()[0]
+        heading = next(c for c in nb["cells"] if c["cell_type"] == "markdown")  # after the set-up cell
+        first = "".join(heading["source"]).splitlines()[0]
         assert "(00_start_here.ko.ipynb)" in first and "(00_start_here.en.ipynb)" in first
 
 

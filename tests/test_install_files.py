@@ -15,7 +15,7 @@ ENV = yaml.safe_load((ROOT / "environment.yml").read_text())
 
 def test_environment_yml_installs_the_package_with_pip():
     pip_sections = [d["pip"] for d in ENV["dependencies"] if isinstance(d, dict) and "pip" in d]
-    assert pip_sections == [["-e ."]], "environment.yml must install the package itself (-e .)"
+    assert pip_sections == [['-e .[lab]']], "environment.yml must install the package itself with its lab extra"
     assert any(str(d).startswith("pip") for d in ENV["dependencies"] if isinstance(d, str))
 
 
@@ -31,11 +31,22 @@ def test_conda_section_repeats_no_dependency():
     assert not (names & conda), f"repeated in environment.yml: {names & conda}"
 
 
+def names_of(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~;\[ ]", d)[0].lower() for d in requirements}
+
+
 def test_required_dependencies_are_declared():
-    names = {re.split(r"[<>=!~;\[ ]", d)[0].lower() for d in PYPROJECT["project"]["dependencies"]}
-    for name in ["jupyterlab", "nbgrader", "ipywidgets", "torch", "matplotlib", "nbval", "pytest", "nbclient",
-                 "nvidia-ml-py", "psutil", "tqdm", "mlx", "jupyterlab-language-pack-ko-kr"]:
-        assert name in names, name
+    """A kernel's dependencies are the base (a notebook opened alone installs them); a clone's JupyterLab, grading
+    and tests are the extra `lab`, which the set-up installs (bootstrap.EXTRA)."""
+    from autograder import bootstrap
+    kernel = names_of(PYPROJECT["project"]["dependencies"])
+    lab = names_of(PYPROJECT["project"]["optional-dependencies"][bootstrap.EXTRA])
+    for name in ["ipywidgets", "torch", "numpy", "matplotlib", "nvidia-ml-py", "psutil", "tqdm", "mlx", "pyyaml",
+                 "nbformat", "filelock", "py-cpuinfo", "packaging"]:
+        assert name in kernel, name
+    for name in ["jupyterlab", "jupyterlab-language-pack-ko-kr", "nbgrader", "nbclient", "nbconvert", "bleach", "nbval",
+                 "nbgitpuller", "pytest", "pytest-xdist", "distributed", "psycopg"]:
+        assert name in lab and name not in kernel, name
     assert PYPROJECT["project"]["name"] != "autograder"
 
 

@@ -203,7 +203,7 @@ def test_every_visible_check_passes_the_reference_solution_in_the_learners_insta
     pasted = tmp_path / layout.exercise(assignment).name
     nbformat.write(with_solutions(layout.exercise(assignment, "exercises", edition),
                                   layout.exercise(assignment, "solutions", REPO)), pasted)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "NBGRADER_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COURSE_", "NBGRADER_", "PYTHONPATH"))}
     done = subprocess.run([str(learner_python), "-c", RUN, str(pasted), str(folder)], capture_output=True, text=True, cwd=tmp_path,
                           timeout=1200, env={**env, "COURSE_LANG": "en", "COURSE_NO_PROGRESS": "1",
                                              "JUPYTER_PATH": str(learner_python.parent.parent / "share" / "jupyter")})

@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import bilingual, layout
+from autograder import bilingual, layout, standalone
 
 ROOT = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -70,8 +70,9 @@ def test_the_lessons_command_builds_from_the_source(tmp_path):
                                          nbformat.v4.new_code_cell("print(1)")])
     nbformat.write(nb, folder / "01_devices.ipynb")
     ko, en = bilingual.write_languages(folder / "01_devices.ipynb")
-    assert [source(c) for c in cells(ko)] == ["# 장치", "print(1)"]
-    assert [source(c) for c in cells(en)] == ["# Devices", "print(1)"]
+    # the set-up cell of a notebook opened alone first (autograder.standalone), in the notebook's language
+    assert [source(c) for c in cells(ko)] == [standalone.setup_source("ko"), "# 장치", "print(1)"]
+    assert [source(c) for c in cells(en)] == [standalone.setup_source("en"), "# Devices", "print(1)"]
     assert json.loads(ko.read_text(encoding="utf-8"))["metadata"]["language"] == "ko"
     stamp = en.stat().st_mtime_ns
     bilingual.write_languages(folder / "01_devices.ipynb")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder import standalone
+
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "autograder"
 
@@ -106,3 +108,31 @@ def test_the_installed_wheel_grades_every_module(wheel, tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "graded 6" in done.stdout
+
+
+# ------------------------------------------------------------------ the wheel without the answers (instructor wheel)
+def test_the_instructor_wheel_holds_no_answers(tmp_path):
+    """What a notebook opened alone installs (`python -m autograder instructor wheel`): the learner edition's package
+    (`instructor edition`'s rules), every data file, and no file or text of the instructor's part."""
+    from autograder.grading.edition import wheel
+    from test_learner_edition import SHARED_LINES, edition_lines, secret_units
+
+    built = wheel(tmp_path / "dist")
+    assert built.name == f"ai_hardware_course-{standalone.version()}-py3-none-any.whl"
+    names = set(zipfile.ZipFile(built).namelist())
+    assert not [n for n in names if n.startswith("course_answers")], "course_answers in the wheel"
+    assert not (data_files() - names), sorted(data_files() - names)[:5]
+    unpacked = tmp_path / "unpacked"
+    zipfile.ZipFile(built).extractall(unpacked)
+    seen = edition_lines(unpacked)
+    leaks = [where for where, lines in secret_units().items()
+             if any(len(shared) >= min(SHARED_LINES, len(lines)) for shared in _by_file(lines, seen).values())]
+    assert not leaks, leaks
+
+
+def _by_file(lines: list[str], seen: dict[str, str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for line in lines:
+        if line in seen:
+            found.setdefault(seen[line], []).append(line)
+    return found

@@ -37,6 +37,12 @@ def add_parser(subparsers, language_option) -> None:
     p.add_argument("folder", type=Path, help=t("새 폴더나 빈 폴더, 과정 폴더 밖",
                                                "a new or empty folder outside the course folder"))
     p.set_defaults(func=_edition)
+    p = sub.add_parser("wheel", help=t("해답 없는 과정 패키지(휠) 만들기: 혼자 열린 노트북이 패키지 색인에서 설치하는 것",
+                                       "build the course package (a wheel) without the answers: what a notebook opened "
+                                       "alone installs from the package index"))
+    p.add_argument("--out", type=Path, default=Path("dist"), help=t("휠을 쓸 폴더 (기본: dist/)",
+                                                                    "folder for the wheel (default: dist/)"))
+    p.set_defaults(func=_wheel)
     p = sub.add_parser("release", parents=[parent], help=t("학생용을 만들어 nbgrader 교환 폴더로 배포",
                                                            "generate, then release to the nbgrader exchange"))
     p.add_argument("assignment")
@@ -221,6 +227,12 @@ def _lessons(args):
 def _edition(args):
     from .edition import write
     print(msg("grading.edition_written", folder=write(args.folder)).text())
+
+
+@_guard
+def _wheel(args):
+    from .edition import wheel
+    print(msg("grading.wheel_written", path=wheel(args.out)).text())
 
 
 @_guard

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from ..i18n import Message, msg
+from ..standalone import MANIFEST
 from . import languages
 from .course import Course, GradingError, api, succeed
 from .roster import add_students, id_problem, students
@@ -43,7 +44,6 @@ from .scratch import MAX_FILE_BYTES, TIMESTAMP, UnsafeFile, fresh_folder, read_r
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")  # kept for old imports; the rule: roster.id_problem
 MAX_ZIP_BYTES = 200 * 2**20
-MANIFEST = "submission.json"
 SKIP = (".ipynb_checkpoints", "__pycache__", "__MACOSX")
 
 

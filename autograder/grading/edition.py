@@ -8,7 +8,11 @@ hidden cases), the tests, benchmarks, deployment files and instructor docs.
 """
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from ..i18n import msg
@@ -41,6 +45,24 @@ def write(out: Path, source: Path = REPO) -> Path:
                                         encoding="utf-8")
     shutil.copy2(README, out / "README.md")
     return out
+
+
+def wheel(out: Path, source: Path = REPO) -> Path:
+    """Build ``ai_hardware_course-<version>-py3-none-any.whl`` into ``out`` from the learner edition of ``source``
+    (:func:`write`: ``autograder`` with its data, never ``course_answers``): the package a notebook opened alone
+    installs (``autograder.standalone``); its path."""
+    out = Path(out).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        edition = write(Path(tmp) / "edition", source)
+        isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+        done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+                               *isolation, "-w", str(tmp), str(edition)], capture_output=True, text=True)
+        built = sorted(Path(tmp).glob("ai_hardware_course-*.whl"))
+        if done.returncode or not built:
+            raise GradingError(msg("grading.wheel_failed", code=done.returncode,
+                                   output=(done.stdout + done.stderr)[-3000:]).text())
+        out.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy2(built[0], out / built[0].name))
 
 
 def learner_pyproject(text: str) -> str:

@@ -9,6 +9,7 @@ import nbformat
 
 from .. import layout, modules
 from ..lesson_save import with_kernel
+from ..standalone import with_hand_in, with_setup
 from ..checks import expected
 from ..checks.core import canonical
 from . import languages, seeds
@@ -32,7 +33,9 @@ def write_expected(module_id: str) -> Path | None:
 def generate(course: Course, assignment: str, release_dir: Path | None = None) -> Path:
     """Write the student version of ``assignment`` and record its cells in the gradebook; beside each notebook
     its Korean and English files (``languages.for_learner``), each naming its kernel as the course names it
-    (:func:`autograder.lesson_save.with_kernel`); refresh the ``expected.json`` of the module whose
+    (:func:`autograder.lesson_save.with_kernel`) and starting with the set-up cell of a notebook opened alone
+    (:func:`autograder.standalone.with_setup`, both languages in the bilingual one) and ending with how to hand it in
+    from a cell (:func:`autograder.standalone.with_hand_in`); refresh the ``expected.json`` of the module whose
     record names it (the visible checks of a learner's install read it).
 
     ``release_dir`` (default: the course's ``exercises/``) receives ``<assignment>/*.ipynb``;
@@ -48,7 +51,7 @@ def generate(course: Course, assignment: str, release_dir: Path | None = None) -
             "grading.generate_failed", assignment=assignment)
     folder = Path(config.CourseDirectory.root, config.CourseDirectory.release_directory, assignment)
     for source in sorted(course.folder("source", assignment).glob("*.ipynb")):
-        student = nbformat.read(str(folder / source.name), as_version=4)
+        student = with_hand_in(with_setup(nbformat.read(str(folder / source.name), as_version=4), None), None)
         with_kernel(student.metadata)
         nbformat.write(student, str(folder / source.name))
         for lang in languages.LANGUAGES:

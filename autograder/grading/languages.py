@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from .. import bilingual, layout
+from ..standalone import with_hand_in
 
 LANGUAGES = bilingual.LANGUAGES
 
@@ -54,11 +55,12 @@ def kind_of(name: str, data: bytes) -> str | None:
 
 
 def for_learner(nb, lang: str):
-    """The student notebook ``nb`` in ``lang`` (:func:`bilingual.for_language`). Its locked Markdown cells (the
+    """The student notebook ``nb`` in ``lang`` (:func:`bilingual.for_language`), ending with how to hand it in from a
+    cell in that language (:func:`autograder.standalone.with_hand_in`). Its locked Markdown cells (the
     text) keep ``editable``/``deletable`` but lose their nbgrader metadata: nbgrader's autograde would otherwise put
     the gradebook's bilingual text back into each of them (OverwriteCells, with a warning per cell); a locked cell
     missing from a submission costs nothing (nbgrader adds back only graded and task cells)."""
-    out = bilingual.for_language(nb, lang)
+    out = with_hand_in(bilingual.for_language(nb, lang), lang)
     for cell in out.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "markdown" and not (meta.get("grade") or meta.get("solution") or meta.get("task")):
@@ -72,7 +74,7 @@ def worked_in(found: dict[str, tuple[bytes, float | None]], lang: str | None = N
     the one changed last (ties and unknown times: the bilingual name, then Korean, then English)."""
     import nbformat
 
-    from .submit import tasks_of
+    from ..standalone import tasks_of
 
     def attempted(data: bytes) -> bool:
         try:

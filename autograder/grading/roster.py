@@ -16,13 +16,17 @@ import re
 import warnings
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
 from ..i18n import Message, msg
 from .course import Course, GradingError
 
 _RULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 COLUMNS = ("id", "first_name", "last_name", "email")
+
+
+def _gradebook(course: Course):
+    """The course's gradebook (nbgrader's; imported here, so the id rule needs no nbgrader: standalone.submit_here)."""
+    from nbgrader.api import Gradebook
+    return Gradebook(course.gradebook_url, course.course_id)
 
 
 def id_problem(student: str) -> Message | None:
@@ -69,7 +73,7 @@ def read_roster(path: Path) -> list[dict]:
 def import_roster(course: Course, path: Path) -> int:
     """Add or update every student of ``path`` in the gradebook (as ``nbgrader db student import``); the count."""
     rows = read_roster(Path(path))
-    with warnings.catch_warnings(), Gradebook(course.gradebook_url, course.course_id) as gb:
+    with warnings.catch_warnings(), _gradebook(course) as gb:
         warnings.simplefilter("ignore")
         for r in rows:
             gb.update_or_create_student(r["id"], first_name=r["first_name"] or None,
@@ -79,7 +83,7 @@ def import_roster(course: Course, path: Path) -> int:
 
 def students(course: Course) -> dict[str, dict]:
     """id -> {first_name, last_name, email} of every student in the gradebook."""
-    with warnings.catch_warnings(), Gradebook(course.gradebook_url, course.course_id) as gb:
+    with warnings.catch_warnings(), _gradebook(course) as gb:
         warnings.simplefilter("ignore")
         return {s.id: {"first_name": s.first_name or "", "last_name": s.last_name or "", "email": s.email or ""}
                 for s in gb.students}
@@ -87,7 +91,7 @@ def students(course: Course) -> dict[str, dict]:
 
 def add_students(course: Course, ids) -> None:
     """Put ``ids`` on the roster without names (``collect --add-unknown``)."""
-    with warnings.catch_warnings(), Gradebook(course.gradebook_url, course.course_id) as gb:
+    with warnings.catch_warnings(), _gradebook(course) as gb:
         warnings.simplefilter("ignore")
         for student in ids:
             gb.update_or_create_student(student)

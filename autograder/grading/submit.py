@@ -9,25 +9,20 @@ attempted and which visible checks fail (``--no-check`` skips running the checks
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-import zipfile
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
 
 from ..i18n import Message, msg
+from ..standalone import Graded, label, pack, tasks_of
 from . import languages
-from .collect import MANIFEST
 from .course import Course
 from .roster import id_problem
 
@@ -48,16 +43,8 @@ def submit(course: Course, assignment: str, student: str, out_dir: Path | None =
     files = worked_in(course, assignment)  # what the instructor collects: the notebooks only
     for path in files.values():
         _readable(path)
-    stamp = datetime.now(timezone.utc).isoformat()
-    manifest = {"student": student, "assignment": assignment, "course": course.course_id, "timestamp": stamp,
-                "files": {name: hashlib.sha256(p.read_bytes()).hexdigest() for name, p in files.items()}}
     out = Path(out_dir or course.root / "submissions") / f"{student}__{assignment}.zip"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, path in files.items():
-            archive.write(path, name)
-        archive.writestr(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
-    return out
+    return pack(out, student, assignment, {name: p.read_bytes() for name, p in files.items()}, course.course_id)
 
 
 def worked_in(course: Course, assignment: str) -> dict[str, Path]:
@@ -90,19 +77,6 @@ def _readable(path: Path) -> None:
 
 # ---------------------------------------------------------------- what the learner should know before sending it
 CHECK_TIMEOUT_S = 300.0  # the whole run of the visible checks; --check-timeout changes it
-_CHECK_CALL = re.compile(r"""check\(\s*["']([A-Za-z0-9_]+\.[A-Za-z0-9_]+)["']""")
-
-
-@dataclass(frozen=True)
-class Graded:
-    """A test cell of the exercise: the task it checks and whether its answer cells were left as released."""
-
-    notebook: str
-    cell: int
-    grade_id: str
-    task: str | None
-    points: float
-    untouched: bool
 
 
 def review(course: Course, assignment: str, run: bool = True, timeout_s: float = CHECK_TIMEOUT_S) -> list[Message]:
@@ -118,7 +92,7 @@ def review(course: Course, assignment: str, run: bool = True, timeout_s: float =
     pending: list[Graded] = []
     for name, path in files.items():
         graded = tasks_of(nbformat.read(str(path), as_version=4), name)
-        notes += [msg("grading.submit_not_attempted", task=_label(g)) for g in graded if g.untouched]
+        notes += [msg("grading.submit_not_attempted", task=label(g)) for g in graded if g.untouched]
         pending += [g for g in graded if not g.untouched]
     if not run or not pending:
         return notes
@@ -131,44 +105,13 @@ def review(course: Course, assignment: str, run: bool = True, timeout_s: float =
         for g in mine:
             score = results.get(g.cell)
             if score is not None and score < g.points:
-                notes.append(msg("grading.submit_check_fails", task=_label(g), earned=f"{score:g}", points=f"{g.points:g}"))
+                notes.append(msg("grading.submit_check_fails", task=label(g), earned=f"{score:g}", points=f"{g.points:g}"))
         if not finished:
-            left = [_label(g) for g in pending if (g.notebook, g.cell) not in checked]
+            left = [label(g) for g in pending if (g.notebook, g.cell) not in checked]
             notes.append(msg("grading.submit_checks_unfinished", seconds=f"{timeout_s:g}",
                               left=Message(", ".join(m.ko for m in left) or "-", ", ".join(m.en for m in left) or "-")))
             break
     return notes
-
-
-def tasks_of(nb, notebook: str = "") -> list[Graded]:
-    """The graded test cells of ``nb``, each with whether the answer cells before it are untouched."""
-    from nbgrader.utils import compute_checksum
-
-    out, answers = [], []
-    for i, cell in enumerate(nb.cells):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("solution") and not meta.get("grade"):
-            answers.append(cell)
-        elif meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
-            found = _CHECK_CALL.search(cell.source)
-            untouched = bool(answers) and all(
-                "raise NotImplementedError" in c.source or c.metadata.nbgrader.get("checksum") == compute_checksum(c)
-                for c in answers)
-            out.append(Graded(notebook, i, meta.get("grade_id", str(i)), found.group(1) if found else None,
-                              float(meta.get("points", 0)), untouched))
-            answers = []
-    return out
-
-
-def _label(g: Graded) -> Message:
-    """The task's bilingual title, or its test cell's id."""
-    if g.task:
-        try:
-            from ..checks import task
-            return task(g.task).title
-        except Exception:  # an unknown or broken task still gets listed
-            pass
-    return Message(g.grade_id, g.grade_id)
 
 
 def run_checks(path: Path, cells: list[int], timeout_s: float) -> tuple[dict[int, float], bool]:

@@ -33,7 +33,7 @@ if [ ! -d "$PREFIX" ]; then git clone -q "$SRC" "$PREFIX"; fi
 # them on first use, but nobody can write to this shared environment, and the grader installs nothing), keeping that build.
 # Debian's /usr/bin/python3: a Python every account can run (not one under /root, such as pyenv's).
 (cd "$PREFIX" && /usr/bin/python3 -m autograder setup)
-"$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[hub,kernels]" -c "$PREFIX/.venv/course-constraints.txt"
+"$PREFIX/.venv/bin/python" -m pip install -q -e "$PREFIX[lab,hub,kernels]" -c "$PREFIX/.venv/course-constraints.txt"
 chmod -R a+rX "$PREFIX"
 # Accounts clone the course from $PREFIX (root's): git must trust it.
 for dir in "$PREFIX" "$PREFIX/.git"; do

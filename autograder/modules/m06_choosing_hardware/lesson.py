@@ -31,6 +31,12 @@ def sample_log() -> dict:
     return log
 
 
+def run_log(name: str) -> Path:
+    """Where the course package keeps a visible log of exercise 06's smi task (``gpu_log_a.csv`` …): the notebook
+    finds it wherever it is opened."""
+    return SAMPLE_LOG.parent / name
+
+
 def plot_smi_log(log: dict, slowed=None, title: str | None = None) -> None:
     """Utilization, SM clock, temperature and power over time; samples in ``slowed`` (a boolean mask) shaded red.
 
