@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import layout
+from . import layout, standalone
 from .i18n import msg
 
 LANGS = layout.LANGS
@@ -154,14 +154,16 @@ def measured_note(lang: str, machine_name: str, date: str) -> str:
 # ---------------------------------------------------------------- staging one language's source tree
 
 def stage_notebook(path: str, lang: str, dest: Path, note: str | None, root: Path = ROOT) -> None:
-    """The notebook ``path`` in ``dest`` at the same path: links made the site's, and ``note`` (HTML) under each
-    cell tagged ``measured``."""
+    """The notebook ``path`` in ``dest`` at the same path: links made the site's, ``note`` (HTML) under each cell
+    tagged ``measured``, and the set-up cell (``standalone.CELL_ID``) not shown."""
     import nbformat
     nb = nbformat.read(root / path, as_version=4)
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = rewrite_links(cell.source, path, lang, root)
+        if cell.get("id") == standalone.CELL_ID:  # the set-up of a notebook opened alone: nothing a reader needs
+            cell.metadata["tags"] = [*cell.metadata.get("tags", []), "remove-cell"]
         cells.append(cell)
         if note and cell.cell_type == "code" and MEASURED in cell.metadata.get("tags", []):
             cells.append(nbformat.v4.new_markdown_cell(note, id=f"{cell.id}-measured"[:64]))

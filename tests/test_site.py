@@ -101,6 +101,7 @@ def test_a_class_hub_makes_the_hub_buttons_link_straight_there(tmp_path):
         page = soup(tmp_path / "site" / "en" / f"{website.page_of(path)}.html")
         assert page.select_one(".course-bar a[data-kind=hub]")["href"] == launch.hub_link(hub, path)
         assert not page.select(".cell_output")  # as committed: no outputs
+        assert "find_spec(\"autograder\")" not in page.get_text()  # the set-up cell of a notebook opened alone is not shown
 
 
 # ---------------------------------------------------------------- the site, built once
