@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .i18n import Message, msg
 from .optional import DIST
+
 PACKAGE_ENV = "COURSE_PACKAGE"  # the test's wheel instead of the package index's release
 CELL_ID = "course-setup"
 MANIFEST = "submission.json"  # beside the notebooks in a submission's zip (grading/collect reads it)
@@ -196,8 +197,9 @@ def submit_here(student: str | None = None, path: str | Path | None = None, to: 
     student = student or os.environ.get("COURSE_STUDENT_ID", "")
     if not student:
         raise HandInError(msg("standalone.need_id").text())
-    if roster.id_problem(student):  # the one id rule
-        raise HandInError(roster.id_problem(student).text())
+    problem = roster.id_problem(student)  # the one id rule
+    if problem:
+        raise HandInError(problem.text())
     data, colab = _this_notebook(path)
     nb = _read(data)
     graded = tasks_of(nb)
